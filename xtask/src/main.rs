@@ -1,0 +1,2 @@
+//! `cargo xtask`: colmem's automation.
+fn main() {}
