@@ -7,6 +7,7 @@
 //! holds no policy: deciding who may read what is `colmem-access`'s job.
 
 mod audit;
+mod card;
 mod error;
 mod event;
 mod feed;
@@ -16,6 +17,7 @@ mod id;
 mod time;
 
 pub use audit::{AuditEntry, AuditEvent, Digest};
+pub use card::{CardEdge, CardFields, CardRelation, CardSign};
 pub use error::{Denial, Error, ErrorKind, FeedError, Forbidden, Result};
 pub use event::{AccessChange, AccessEvent, Edge, GroupKind, Member, Principal};
 pub use feed::{Change, ChangeFeed, ChangeOp, StoredFragment};
