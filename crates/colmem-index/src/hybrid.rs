@@ -1,0 +1,659 @@
+//! The hybrid searcher: access postings, a vector and a lexical index kept in
+//! step with the store's change feed, a planner that puts the read filter inside
+//! every search, and reciprocal rank fusion of the two signals.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use colmem_core::{ChangeFeed, ChangeOp, FragmentId, FragmentMeta, ReadFilter, StoredFragment};
+use roaring::RoaringTreemap;
+
+use crate::admit::Admit;
+use crate::error::{Error, Result};
+use crate::lexical::LexicalIndex;
+use crate::postings::AccessPostings;
+use crate::snapshot::{self, Manifest};
+use crate::vector::{Effort, VectorIndex};
+
+/// When to scan exactly and how hard to search the graph otherwise.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct PlannerConfig {
+    /// Scan exactly when the filter admits at most this many fragments…
+    pub exact_max: u64,
+    /// …or at most this share of all fragments.
+    pub exact_fraction: f64,
+    /// Candidates an HNSW search keeps when the filter admits everything.
+    pub base_candidates: usize,
+    /// How candidates grow as selectivity `s` falls: `base · s^-growth`.
+    pub growth: f64,
+    /// The most candidates an HNSW search keeps.
+    pub max_candidates: usize,
+}
+
+impl Default for PlannerConfig {
+    fn default() -> Self {
+        PlannerConfig {
+            exact_max: 20_000,
+            exact_fraction: 0.02,
+            base_candidates: 64,
+            growth: 0.5,
+            max_candidates: 1024,
+        }
+    }
+}
+
+/// How vector and BM25 ranks are fused.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct FusionConfig {
+    /// The reciprocal-rank-fusion constant: a hit at rank `r` adds `weight / (rrf_k + r)`.
+    pub rrf_k: f64,
+    /// Weight of the vector signal.
+    pub vector_weight: f64,
+    /// Weight of the BM25 signal.
+    pub lexical_weight: f64,
+    /// How deep each signal is read when both are fused (at least `k`).
+    pub depth: usize,
+}
+
+impl Default for FusionConfig {
+    fn default() -> Self {
+        FusionConfig {
+            rrf_k: 60.0,
+            vector_weight: 1.0,
+            lexical_weight: 1.0,
+            depth: 50,
+        }
+    }
+}
+
+/// Settings of a [`HybridIndex`].
+#[derive(Clone, PartialEq, Debug, Default)]
+pub struct HybridConfig {
+    /// The planner.
+    pub planner: PlannerConfig,
+    /// Rank fusion.
+    pub fusion: FusionConfig,
+    /// The embedder whose vectors this index holds; `None` adopts the first one seen.
+    /// Opening a snapshot made by another embedder rebuilds it.
+    pub embedder: Option<String>,
+}
+
+/// How a search was carried out.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Strategy {
+    /// The filter admits nothing: no search ran.
+    Empty,
+    /// An exact scan over the admitted list (or an exact backend).
+    ExactScan,
+    /// An HNSW walk with the filter as its predicate.
+    Hnsw {
+        /// Candidates the walk kept.
+        candidates: usize,
+    },
+}
+
+/// The plan that produced a result.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Plan {
+    /// How the vector signal was searched.
+    pub strategy: Strategy,
+    /// How many fragments the filter admits, counted from posting lists.
+    pub admitted: u64,
+    /// How many fragments the index holds.
+    pub total: u64,
+}
+
+/// One signal's contribution to a hit.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Signal {
+    /// 1-based rank within the signal.
+    pub rank: usize,
+    /// The signal's own score (cosine similarity, BM25).
+    pub score: f32,
+}
+
+/// One search result with the scores that explain its rank.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Hit {
+    /// The fragment.
+    pub id: FragmentId,
+    /// The fused score.
+    pub fused: f64,
+    /// The vector signal, if the fragment was among its results.
+    pub vector: Option<Signal>,
+    /// The BM25 signal, if the fragment was among its results.
+    pub lexical: Option<Signal>,
+    /// The plan that produced it.
+    pub plan: Plan,
+}
+
+/// A search request: a vector, a text, or both.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Query<'a> {
+    /// The query embedding.
+    pub vector: Option<&'a [f32]>,
+    /// The query text for BM25.
+    pub text: Option<&'a str>,
+    /// How many results.
+    pub k: usize,
+}
+
+/// What opening an index did.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct OpenReport {
+    /// Whether a snapshot was restored (else the index was rebuilt from the feed).
+    pub restored: bool,
+    /// Why the snapshot was not used.
+    pub rebuild_reason: Option<String>,
+    /// What catching up did.
+    pub catch_up: CatchUp,
+}
+
+/// What catching up from the change feed did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct CatchUp {
+    /// Changes read.
+    pub changes: usize,
+    /// Fragments (re)indexed.
+    pub indexed: usize,
+    /// Fragments whose metadata was refreshed.
+    pub refreshed: usize,
+    /// Fragments dropped (deleted or purged).
+    pub dropped: usize,
+    /// Vectors skipped: another embedder or another dimension.
+    pub skipped_vectors: usize,
+    /// The sequence applied last.
+    pub seq: u64,
+}
+
+#[derive(Debug)]
+struct State {
+    postings: AccessPostings,
+    seq: u64,
+    embedder: Option<String>,
+}
+
+/// Vector + BM25 search over fragments with the read filter inside both.
+#[derive(Debug)]
+pub struct HybridIndex {
+    vector: Arc<dyn VectorIndex>,
+    lexical: Option<Arc<dyn LexicalIndex>>,
+    config: HybridConfig,
+    dir: Option<PathBuf>,
+    state: RwLock<State>,
+}
+
+const CATCH_UP_BATCH: usize = 4096;
+
+/// What one batch of changes asks of the indexes.
+#[derive(Default)]
+struct Batch {
+    index: Vec<StoredFragment>,
+    refresh: Vec<(u64, FragmentMeta)>,
+    drop: Vec<u64>,
+    purge: Vec<u64>,
+}
+
+fn text_of(stored: &StoredFragment) -> String {
+    let fragment = &stored.fragment;
+    let mut text = fragment.content.clone();
+    for keyword in &fragment.keywords {
+        text.push(' ');
+        text.push_str(keyword);
+    }
+    text
+}
+
+impl HybridIndex {
+    /// An index held in memory only.
+    pub fn new(
+        vector: Arc<dyn VectorIndex>,
+        lexical: Option<Arc<dyn LexicalIndex>>,
+        config: HybridConfig,
+    ) -> Self {
+        let embedder = config.embedder.clone();
+        HybridIndex {
+            vector,
+            lexical,
+            config,
+            dir: None,
+            state: RwLock::new(State {
+                postings: AccessPostings::new(),
+                seq: 0,
+                embedder,
+            }),
+        }
+    }
+
+    /// Opens the index kept in `dir`: restores its snapshot if it is whole and
+    /// made by the configured embedder (else starts empty), catches up from
+    /// `feed`, and writes a fresh snapshot.
+    pub fn open(
+        dir: &Path,
+        vector: Arc<dyn VectorIndex>,
+        lexical: Option<Arc<dyn LexicalIndex>>,
+        config: HybridConfig,
+        feed: &dyn ChangeFeed,
+    ) -> Result<(Self, OpenReport)> {
+        let mut index = HybridIndex::new(vector, lexical, config);
+        index.dir = Some(dir.to_path_buf());
+        let rebuild_reason = match index.restore(dir) {
+            Ok(()) => None,
+            Err(reason) => {
+                index.reset()?;
+                Some(reason)
+            }
+        };
+        if index.seq() > feed.head()? {
+            // The store is older than the snapshot (restored from a backup): start over.
+            index.reset()?;
+        }
+        let catch_up = index.catch_up(feed)?;
+        index.persist()?;
+        Ok((
+            index,
+            OpenReport {
+                restored: rebuild_reason.is_none(),
+                rebuild_reason,
+                catch_up,
+            },
+        ))
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Loads the current snapshot; the error says why it cannot be used.
+    fn restore(&self, dir: &Path) -> std::result::Result<(), String> {
+        let (current, manifest) = snapshot::verify(dir).map_err(|e| e.to_string())?;
+        if manifest.dim != self.vector.dim() || manifest.vector_backend != self.vector.name() {
+            return Err(format!(
+                "the snapshot holds a {}-dimensional {} index, not a {}-dimensional {}",
+                manifest.dim,
+                manifest.vector_backend,
+                self.vector.dim(),
+                self.vector.name()
+            ));
+        }
+        if manifest.lexical_backend.as_deref() != self.lexical.as_ref().map(|l| l.name()) {
+            return Err("the snapshot was made with another lexical backend".into());
+        }
+        if let (Some(want), Some(have)) = (&self.config.embedder, &manifest.embedder) {
+            if want != have {
+                return Err(format!(
+                    "the embedder changed from {have} to {want}; vectors must be recomputed"
+                ));
+            }
+        }
+        let postings = AccessPostings::load(&current.join("postings.json")).map_err(|e| e.to_string())?;
+        self.vector
+            .load(&current.join("vector"))
+            .map_err(|e| e.to_string())?;
+        if let Some(lexical) = &self.lexical {
+            lexical
+                .load(&current.join("lexical"))
+                .map_err(|e| e.to_string())?;
+        }
+        let mut state = self.write();
+        state.postings = postings;
+        state.seq = manifest.seq;
+        state.embedder = self.config.embedder.clone().or(manifest.embedder);
+        Ok(())
+    }
+
+    /// Forgets everything, back to sequence 0.
+    fn reset(&self) -> Result<()> {
+        let mut state = self.write();
+        self.vector.clear()?;
+        if let Some(lexical) = &self.lexical {
+            lexical.clear()?;
+        }
+        state.postings = AccessPostings::new();
+        state.seq = 0;
+        state.embedder = self.config.embedder.clone();
+        Ok(())
+    }
+
+    /// Writes a snapshot into the index directory (no-op for an in-memory index).
+    pub fn persist(&self) -> Result<()> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        let state = self.read();
+        let next = snapshot::begin(dir)?;
+        state.postings.save(&next.join("postings.json"))?;
+        let vector_dir = next.join("vector");
+        std::fs::create_dir_all(&vector_dir).map_err(|e| Error::io(&vector_dir, e))?;
+        self.vector.save(&vector_dir)?;
+        if let Some(lexical) = &self.lexical {
+            let lexical_dir = next.join("lexical");
+            std::fs::create_dir_all(&lexical_dir).map_err(|e| Error::io(&lexical_dir, e))?;
+            lexical.save(&lexical_dir)?;
+        }
+        let manifest = Manifest {
+            format: snapshot::FORMAT,
+            seq: state.seq,
+            embedder: state.embedder.clone(),
+            dim: self.vector.dim(),
+            vector_backend: self.vector.name().to_owned(),
+            lexical_backend: self.lexical.as_ref().map(|l| l.name().to_owned()),
+            files: BTreeMap::new(),
+        };
+        snapshot::commit(dir, &next, manifest)
+    }
+
+    /// The last change sequence applied.
+    pub fn seq(&self) -> u64 {
+        self.read().seq
+    }
+
+    /// The number of fragments indexed.
+    pub fn len(&self) -> u64 {
+        self.read().postings.len()
+    }
+
+    /// Whether no fragment is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The vector index.
+    pub fn vector_index(&self) -> &Arc<dyn VectorIndex> {
+        &self.vector
+    }
+
+    /// The lexical index.
+    pub fn lexical_index(&self) -> Option<&Arc<dyn LexicalIndex>> {
+        self.lexical.as_ref()
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &HybridConfig {
+        &self.config
+    }
+
+    /// Applies every change of `feed` after the last applied sequence, in batches.
+    pub fn catch_up(&self, feed: &dyn ChangeFeed) -> Result<CatchUp> {
+        let mut report = CatchUp {
+            seq: self.seq(),
+            ..CatchUp::default()
+        };
+        loop {
+            let changes = feed.changes_after(report.seq, CATCH_UP_BATCH)?;
+            let Some(last) = changes.last().map(|c| c.seq) else {
+                break;
+            };
+            report.changes += changes.len();
+            // The feed returns current records, so each fragment's final state in
+            // the batch is what the index must reflect; the ops say what to refresh.
+            let mut ops: HashMap<u64, (bool, bool)> = HashMap::new();
+            for change in &changes {
+                let entry = ops.entry(change.fragment.0).or_default();
+                match change.op {
+                    ChangeOp::Put => entry.0 = true,
+                    ChangeOp::Purge => entry.1 = true,
+                    ChangeOp::Meta | ChangeOp::Delete => {}
+                }
+            }
+            let mut ids: Vec<FragmentId> = ops.keys().map(|&id| FragmentId(id)).collect();
+            ids.sort();
+            let loaded = feed.load(&ids)?;
+            let mut records: HashMap<u64, StoredFragment> = loaded
+                .into_iter()
+                .map(|s| (s.fragment.id.0, s))
+                .collect();
+            let mut batch = Batch::default();
+            {
+                let state = self.read();
+                for id in ids {
+                    let (put, purge) = ops.get(&id.0).copied().unwrap_or_default();
+                    match records.remove(&id.0) {
+                        None => batch.purge.push(id.0),
+                        Some(record) if record.fragment.deleted_at.is_some() => {
+                            if purge {
+                                batch.purge.push(id.0);
+                            } else {
+                                batch.drop.push(id.0);
+                            }
+                        }
+                        Some(record) => {
+                            if put || state.postings.meta(id.0).is_none() {
+                                batch.index.push(record);
+                            } else {
+                                batch.refresh.push((id.0, record.fragment.meta()));
+                            }
+                        }
+                    }
+                }
+            }
+            self.apply_batch(&mut report, batch)?;
+            self.write().seq = last;
+            report.seq = last;
+        }
+        Ok(report)
+    }
+
+    fn apply_batch(&self, report: &mut CatchUp, batch: Batch) -> Result<()> {
+        report.indexed += batch.index.len();
+        report.skipped_vectors += self.put_many(&batch.index)?;
+        report.refreshed += batch.refresh.len();
+        for (id, meta) in batch.refresh {
+            self.update_meta(id, meta);
+        }
+        report.dropped += batch.drop.len() + batch.purge.len();
+        for &id in &batch.drop {
+            self.delete(id)?;
+        }
+        self.purge(&batch.purge)?;
+        self.commit()
+    }
+
+    /// Indexes (or re-indexes) fragments: metadata, text and embedding. Returns
+    /// how many embeddings were skipped (another embedder or dimension).
+    /// Text becomes searchable at the next [`HybridIndex::commit`].
+    pub fn put_many(&self, records: &[StoredFragment]) -> Result<usize> {
+        let mut state = self.write();
+        let mut vectors: Vec<(u64, &[f32])> = Vec::with_capacity(records.len());
+        let mut skipped = 0;
+        for stored in records {
+            let id = stored.fragment.id.0;
+            let mut keep_vector = false;
+            if let Some(embedding) = &stored.embedding {
+                if state.embedder.is_none() {
+                    state.embedder = Some(embedding.embedder.clone());
+                }
+                keep_vector = state.embedder.as_deref() == Some(embedding.embedder.as_str())
+                    && embedding.dim() == self.vector.dim();
+                if keep_vector {
+                    vectors.push((id, &embedding.vector));
+                } else {
+                    skipped += 1;
+                }
+            }
+            if !keep_vector {
+                self.vector.remove(id)?;
+            }
+            if let Some(lexical) = &self.lexical {
+                lexical.insert(id, &text_of(stored))?;
+            }
+            state.postings.upsert(id, stored.fragment.meta());
+        }
+        self.vector.insert_batch(&vectors)?;
+        Ok(skipped)
+    }
+
+    /// Indexes one fragment (see [`HybridIndex::put_many`]).
+    pub fn put(&self, stored: &StoredFragment) -> Result<usize> {
+        self.put_many(std::slice::from_ref(stored))
+    }
+
+    /// Refreshes the access metadata of a fragment already indexed.
+    pub fn update_meta(&self, id: u64, meta: FragmentMeta) {
+        self.write().postings.upsert(id, meta);
+    }
+
+    /// Drops a fragment from every index: it is never returned again.
+    pub fn delete(&self, id: u64) -> Result<()> {
+        let mut state = self.write();
+        state.postings.remove(id);
+        self.vector.remove(id)?;
+        if let Some(lexical) = &self.lexical {
+            lexical.remove(id)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets fragments entirely: their text is gone from the lexical index files too.
+    pub fn purge(&self, ids: &[u64]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut state = self.write();
+        for &id in ids {
+            state.postings.remove(id);
+            self.vector.remove(id)?;
+        }
+        if let Some(lexical) = &self.lexical {
+            lexical.purge(ids)?;
+        }
+        Ok(())
+    }
+
+    /// Makes every text written so far searchable.
+    pub fn commit(&self) -> Result<()> {
+        match &self.lexical {
+            Some(lexical) => lexical.commit(),
+            None => Ok(()),
+        }
+    }
+
+    /// The fragments `filter` admits, from the posting lists.
+    pub fn admitted(&self, filter: &ReadFilter) -> RoaringTreemap {
+        self.read().postings.admitted(filter)
+    }
+
+    fn plan_for(&self, admitted: u64, total: u64) -> Strategy {
+        let planner = &self.config.planner;
+        if admitted == 0 {
+            return Strategy::Empty;
+        }
+        let small = admitted <= planner.exact_max
+            || (admitted as f64) <= planner.exact_fraction * total as f64;
+        if self.vector.is_exact() || small {
+            return Strategy::ExactScan;
+        }
+        let selectivity = admitted as f64 / total.max(1) as f64;
+        let boost = selectivity.powf(-planner.growth);
+        let candidates = (planner.base_candidates as f64 * boost).ceil() as usize;
+        Strategy::Hnsw {
+            candidates: candidates.clamp(planner.base_candidates, planner.max_candidates.max(1)),
+        }
+    }
+
+    /// The plan a search under `filter` would use.
+    pub fn plan(&self, filter: &ReadFilter) -> Plan {
+        let state = self.read();
+        let admitted = state.postings.admitted(filter).len();
+        let total = state.postings.len();
+        Plan {
+            strategy: self.plan_for(admitted, total),
+            admitted,
+            total,
+        }
+    }
+
+    /// The top `query.k` fragments `filter` admits, fused from the vector and
+    /// BM25 signals; each hit carries its per-signal scores and the plan.
+    pub fn search(&self, query: &Query<'_>, filter: &ReadFilter) -> Result<Vec<Hit>> {
+        if query.vector.is_none() && query.text.is_none() {
+            return Err(Error::InvalidInput(
+                "a query needs a vector, a text, or both".into(),
+            ));
+        }
+        let (admitted, total) = {
+            let state = self.read();
+            (state.postings.admitted(filter), state.postings.len())
+        };
+        let count = admitted.len();
+        let plan = Plan {
+            strategy: self.plan_for(count, total),
+            admitted: count,
+            total,
+        };
+        if plan.strategy == Strategy::Empty || query.k == 0 {
+            return Ok(Vec::new());
+        }
+        let both = query.vector.is_some() && query.text.is_some() && self.lexical.is_some();
+        let depth = if both {
+            query.k.max(self.config.fusion.depth)
+        } else {
+            query.k
+        };
+        let admit = if count == total {
+            Admit::All
+        } else {
+            Admit::only(admitted)
+        };
+        let vector_hits = match query.vector {
+            None => Vec::new(),
+            Some(vector) => match (plan.strategy, admit.ids()) {
+                (Strategy::ExactScan, Some(ids)) if !self.vector.is_exact() => {
+                    self.vector.scan(vector, depth, &mut ids.iter())?
+                }
+                (Strategy::Hnsw { candidates }, _) => {
+                    self.vector.search(vector, depth, &admit, Effort { candidates })?
+                }
+                _ => self
+                    .vector
+                    .search(vector, depth, &admit, Effort::default_for(depth))?,
+            },
+        };
+        let lexical_hits = match (query.text, &self.lexical) {
+            (Some(text), Some(lexical)) => lexical.search(text, depth, &admit)?,
+            _ => Vec::new(),
+        };
+        let fusion = &self.config.fusion;
+        let mut hits: HashMap<u64, Hit> = HashMap::new();
+        let blank = |id: u64| Hit {
+            id: FragmentId(id),
+            fused: 0.0,
+            vector: None,
+            lexical: None,
+            plan,
+        };
+        for (i, h) in vector_hits.iter().enumerate() {
+            let hit = hits.entry(h.id).or_insert_with(|| blank(h.id));
+            hit.vector = Some(Signal {
+                rank: i + 1,
+                score: h.score,
+            });
+            hit.fused += fusion.vector_weight / (fusion.rrf_k + (i + 1) as f64);
+        }
+        for (i, h) in lexical_hits.iter().enumerate() {
+            let hit = hits.entry(h.id).or_insert_with(|| blank(h.id));
+            hit.lexical = Some(Signal {
+                rank: i + 1,
+                score: h.score,
+            });
+            hit.fused += fusion.lexical_weight / (fusion.rrf_k + (i + 1) as f64);
+        }
+        let mut hits: Vec<Hit> = hits.into_values().collect();
+        hits.sort_by(|a, b| {
+            b.fused
+                .total_cmp(&a.fused)
+                .then_with(|| {
+                    let rank = |h: &Hit| h.vector.map_or(usize::MAX, |s| s.rank);
+                    rank(a).cmp(&rank(b))
+                })
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        hits.truncate(query.k);
+        Ok(hits)
+    }
+}

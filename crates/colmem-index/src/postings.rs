@@ -1,0 +1,331 @@
+//! Access postings: per-fragment [`FragmentMeta`] and roaring bitmaps per user,
+//! scope, group, agent, resource and version state, so the set a [`ReadFilter`]
+//! admits is computed by combining bitmaps instead of testing every fragment.
+//!
+//! With `S = (Agent-scope ∩ user=u ∩ agent a) ∪ (User-scope ∩ user=u) ∪ ⋃_{g∈G} Group(g) ∪ Global`,
+//! the admitted set is `versions(S) − ⋃_{b∉A} agent(b) − ⋃_{r∉R} resource(r)`:
+//! a fragment all of whose agents are in `A` is exactly one that no posting list
+//! of an agent outside `A` contains (only agents present in the index matter).
+//! The version step is pure bitmaps in the common case (the filter's "now" is
+//! after every recorded supersession and deletion); otherwise only the fragments
+//! marked superseded, deleted, future or time-bounded are checked one by one with
+//! [`ReadFilter::admits_version`].
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
+use std::path::Path;
+
+use colmem_core::{
+    AgentId, FragmentMeta, GroupId, ReadFilter, ResourceId, Scope, Timestamp, UserId, Validity,
+    View,
+};
+use roaring::{MultiOps, RoaringTreemap};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Per-fragment access metadata with posting lists over it.
+#[derive(Debug, Clone)]
+pub struct AccessPostings {
+    metas: HashMap<u64, FragmentMeta>,
+    all: RoaringTreemap,
+    by_user: HashMap<UserId, RoaringTreemap>,
+    by_agent: HashMap<AgentId, RoaringTreemap>,
+    by_resource: HashMap<ResourceId, RoaringTreemap>,
+    by_group: HashMap<GroupId, RoaringTreemap>,
+    scope_agent: RoaringTreemap,
+    scope_user: RoaringTreemap,
+    scope_global: RoaringTreemap,
+    superseded: RoaringTreemap,
+    deleted: RoaringTreemap,
+    bounded_validity: RoaringTreemap,
+    created: BTreeSet<(Timestamp, u64)>,
+    latest_created: Timestamp,
+    latest_mark: Timestamp,
+}
+
+fn add_to<K: Eq + Hash>(map: &mut HashMap<K, RoaringTreemap>, key: K, id: u64) {
+    map.entry(key).or_default().insert(id);
+}
+
+fn remove_from<K: Eq + Hash>(map: &mut HashMap<K, RoaringTreemap>, key: K, id: u64) {
+    if let Some(set) = map.get_mut(&key) {
+        set.remove(id);
+        if set.is_empty() {
+            map.remove(&key);
+        }
+    }
+}
+
+impl Default for AccessPostings {
+    fn default() -> Self {
+        AccessPostings {
+            metas: HashMap::new(),
+            all: RoaringTreemap::new(),
+            by_user: HashMap::new(),
+            by_agent: HashMap::new(),
+            by_resource: HashMap::new(),
+            by_group: HashMap::new(),
+            scope_agent: RoaringTreemap::new(),
+            scope_user: RoaringTreemap::new(),
+            scope_global: RoaringTreemap::new(),
+            superseded: RoaringTreemap::new(),
+            deleted: RoaringTreemap::new(),
+            bounded_validity: RoaringTreemap::new(),
+            created: BTreeSet::new(),
+            latest_created: Timestamp::MIN,
+            latest_mark: Timestamp::MIN,
+        }
+    }
+}
+
+impl AccessPostings {
+    /// Empty postings.
+    pub fn new() -> Self {
+        AccessPostings::default()
+    }
+
+    /// The number of fragments known.
+    pub fn len(&self) -> u64 {
+        self.all.len()
+    }
+
+    /// Whether no fragment is known.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+
+    /// Every fragment id known.
+    pub fn ids(&self) -> &RoaringTreemap {
+        &self.all
+    }
+
+    /// The metadata of fragment `id`.
+    pub fn meta(&self, id: u64) -> Option<&FragmentMeta> {
+        self.metas.get(&id)
+    }
+
+    /// Records (or replaces) the metadata of fragment `id`.
+    pub fn upsert(&mut self, id: u64, meta: FragmentMeta) {
+        self.remove(id);
+        self.all.insert(id);
+        add_to(&mut self.by_user, meta.user, id);
+        for &agent in meta.agents.iter() {
+            add_to(&mut self.by_agent, agent, id);
+        }
+        for &resource in meta.resources.iter() {
+            add_to(&mut self.by_resource, resource, id);
+        }
+        match meta.scope {
+            Scope::Agent => {
+                self.scope_agent.insert(id);
+            }
+            Scope::User => {
+                self.scope_user.insert(id);
+            }
+            Scope::Group(g) => add_to(&mut self.by_group, g, id),
+            Scope::Global => {
+                self.scope_global.insert(id);
+            }
+        }
+        if let Some(at) = meta.superseded_at {
+            self.superseded.insert(id);
+            self.latest_mark = self.latest_mark.max(at);
+        }
+        if let Some(at) = meta.deleted_at {
+            self.deleted.insert(id);
+            self.latest_mark = self.latest_mark.max(at);
+        }
+        if meta.validity != Validity::always() {
+            self.bounded_validity.insert(id);
+        }
+        self.created.insert((meta.created_at, id));
+        self.latest_created = self.latest_created.max(meta.created_at);
+        self.metas.insert(id, meta);
+    }
+
+    /// Forgets fragment `id`; returns whether it was known.
+    pub fn remove(&mut self, id: u64) -> bool {
+        let Some(meta) = self.metas.remove(&id) else {
+            return false;
+        };
+        self.all.remove(id);
+        remove_from(&mut self.by_user, meta.user, id);
+        for &agent in meta.agents.iter() {
+            remove_from(&mut self.by_agent, agent, id);
+        }
+        for &resource in meta.resources.iter() {
+            remove_from(&mut self.by_resource, resource, id);
+        }
+        match meta.scope {
+            Scope::Agent => {
+                self.scope_agent.remove(id);
+            }
+            Scope::User => {
+                self.scope_user.remove(id);
+            }
+            Scope::Group(g) => remove_from(&mut self.by_group, g, id),
+            Scope::Global => {
+                self.scope_global.remove(id);
+            }
+        }
+        self.superseded.remove(id);
+        self.deleted.remove(id);
+        self.bounded_validity.remove(id);
+        self.created.remove(&(meta.created_at, id));
+        true
+    }
+
+    /// Fragments created strictly after `t`.
+    fn created_after(&self, t: Timestamp) -> RoaringTreemap {
+        if t >= self.latest_created {
+            return RoaringTreemap::new();
+        }
+        self.created
+            .range((t.plus_millis(1), 0)..)
+            .map(|&(_, id)| id)
+            .collect()
+    }
+
+    /// The scope condition (rule 2) as a bitmap.
+    fn scope_set(&self, filter: &ReadFilter) -> RoaringTreemap {
+        let mut set = self.scope_global.clone();
+        if let Some(of_user) = self.by_user.get(&filter.user()) {
+            set |= &self.scope_user & of_user;
+            if let Some(of_agent) = self.by_agent.get(&filter.agent()) {
+                set |= &(&self.scope_agent & of_user) & of_agent;
+            }
+        }
+        let groups = self
+            .by_group
+            .iter()
+            .filter(|(g, _)| filter.groups().contains(**g))
+            .map(|(_, ids)| ids);
+        set |= groups.union();
+        set
+    }
+
+    /// The fragments `filter` admits, computed from posting lists.
+    pub fn admitted(&self, filter: &ReadFilter) -> RoaringTreemap {
+        let mut set = self.scope_set(filter);
+        if set.is_empty() {
+            return set;
+        }
+        // Rules 3 and 4: no agent outside A(u,t), no resource outside R(a,t).
+        let foreign_agents = self
+            .by_agent
+            .iter()
+            .filter(|(a, _)| !filter.agents().contains(**a))
+            .map(|(_, ids)| ids)
+            .union();
+        set -= foreign_agents;
+        let foreign_resources = self
+            .by_resource
+            .iter()
+            .filter(|(r, _)| !filter.resources().contains(**r))
+            .map(|(_, ids)| ids)
+            .union();
+        set -= foreign_resources;
+        // Rule 1 under the view.
+        let now = filter.now();
+        set -= self.created_after(now);
+        let dirty = match filter.view() {
+            View::Current => {
+                let marked = &self.superseded | &self.deleted;
+                if now >= self.latest_mark {
+                    // Every mark lies at or before now: marked fragments are not current.
+                    set -= marked;
+                    RoaringTreemap::new()
+                } else {
+                    marked
+                }
+            }
+            View::RecordAsOf(r) => &(&self.superseded | &self.deleted) | &self.created_after(r),
+            View::WorldAsOf(_) => &self.bounded_validity | &self.deleted,
+            View::AllVersions => self.deleted.clone(),
+        };
+        let to_check = &set & &dirty;
+        for id in &to_check {
+            let keep = self
+                .metas
+                .get(&id)
+                .is_some_and(|meta| filter.admits_version(meta));
+            if !keep {
+                set.remove(id);
+            }
+        }
+        set
+    }
+
+    /// Writes the metadata of every fragment to `path`.
+    pub(crate) fn save(&self, path: &Path) -> Result<()> {
+        let mut records: Vec<MetaRecord> = self
+            .metas
+            .iter()
+            .map(|(&id, meta)| MetaRecord::from_meta(id, meta))
+            .collect();
+        records.sort_by_key(|r| r.id);
+        let bytes = serde_json::to_vec(&records)
+            .map_err(|e| Error::corrupt(path, format!("cannot encode metadata: {e}")))?;
+        std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
+    }
+
+    /// Reads what [`AccessPostings::save`] wrote.
+    pub(crate) fn load(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let records: Vec<MetaRecord> =
+            serde_json::from_slice(&bytes).map_err(|e| Error::corrupt(path, e.to_string()))?;
+        let mut postings = AccessPostings::new();
+        for record in records {
+            let (id, meta) = record.into_meta();
+            postings.upsert(id, meta);
+        }
+        Ok(postings)
+    }
+}
+
+/// The persisted form of one fragment's metadata: principals by name, never by number.
+#[derive(Serialize, Deserialize)]
+struct MetaRecord {
+    id: u64,
+    user: UserId,
+    scope: Scope,
+    agents: Vec<AgentId>,
+    resources: Vec<ResourceId>,
+    created_at: Timestamp,
+    superseded_at: Option<Timestamp>,
+    deleted_at: Option<Timestamp>,
+    validity: Validity,
+}
+
+impl MetaRecord {
+    fn from_meta(id: u64, meta: &FragmentMeta) -> Self {
+        MetaRecord {
+            id,
+            user: meta.user,
+            scope: meta.scope,
+            agents: meta.agents.to_vec(),
+            resources: meta.resources.to_vec(),
+            created_at: meta.created_at,
+            superseded_at: meta.superseded_at,
+            deleted_at: meta.deleted_at,
+            validity: meta.validity,
+        }
+    }
+
+    fn into_meta(self) -> (u64, FragmentMeta) {
+        (
+            self.id,
+            FragmentMeta {
+                user: self.user,
+                scope: self.scope,
+                agents: self.agents.into_boxed_slice(),
+                resources: self.resources.into_boxed_slice(),
+                created_at: self.created_at,
+                superseded_at: self.superseded_at,
+                deleted_at: self.deleted_at,
+                validity: self.validity,
+            },
+        )
+    }
+}
