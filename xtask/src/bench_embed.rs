@@ -72,7 +72,11 @@ fn local(args: &BenchEmbedArgs) -> anyhow::Result<Option<f64>> {
     let texts = notes(args.local_texts.max(1));
     throughput(&model, &texts[..texts.len().min(32)], 32)?;
     let rate = throughput(&model, &texts, 256)?;
-    println!("local model {}: {rate:.1} texts/s ({} texts)", model.id(), texts.len());
+    println!(
+        "local model {}: {rate:.1} texts/s ({} texts)",
+        model.id(),
+        texts.len()
+    );
     Ok(Some(rate))
 }
 
@@ -89,7 +93,11 @@ fn throughput(embedder: &dyn Embedder, texts: &[String], batch: usize) -> anyhow
     let mut sink = 0.0f32;
     for chunk in refs.chunks(batch) {
         let vectors = embedder.embed(chunk)?;
-        sink += vectors.first().and_then(|v| v.first()).copied().unwrap_or(0.0);
+        sink += vectors
+            .first()
+            .and_then(|v| v.first())
+            .copied()
+            .unwrap_or(0.0);
     }
     let elapsed = start.elapsed().max(Duration::from_nanos(1));
     std::hint::black_box(sink);
@@ -99,11 +107,54 @@ fn throughput(embedder: &dyn Embedder, texts: &[String], batch: usize) -> anyhow
 /// `n` synthetic notes of 8 to 16 words, the same on every run.
 fn notes(n: usize) -> Vec<String> {
     const WORDS: [&str; 48] = [
-        "alice", "bob", "carol", "moved", "to", "berlin", "in", "march", "prefers", "tea", "over",
-        "coffee", "the", "deployment", "failed", "because", "disk", "was", "full", "meeting",
-        "with", "team", "about", "quarterly", "report", "deadline", "is", "friday", "allergic",
-        "peanuts", "likes", "hiking", "on", "weekends", "server", "restarted", "after", "update",
-        "booked", "flight", "lisbon", "next", "week", "her", "sister", "lives", "paris", "2024",
+        "alice",
+        "bob",
+        "carol",
+        "moved",
+        "to",
+        "berlin",
+        "in",
+        "march",
+        "prefers",
+        "tea",
+        "over",
+        "coffee",
+        "the",
+        "deployment",
+        "failed",
+        "because",
+        "disk",
+        "was",
+        "full",
+        "meeting",
+        "with",
+        "team",
+        "about",
+        "quarterly",
+        "report",
+        "deadline",
+        "is",
+        "friday",
+        "allergic",
+        "peanuts",
+        "likes",
+        "hiking",
+        "on",
+        "weekends",
+        "server",
+        "restarted",
+        "after",
+        "update",
+        "booked",
+        "flight",
+        "lisbon",
+        "next",
+        "week",
+        "her",
+        "sister",
+        "lives",
+        "paris",
+        "2024",
     ];
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
     let mut next = move || {

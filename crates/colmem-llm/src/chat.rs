@@ -41,17 +41,26 @@ pub struct Message {
 impl Message {
     /// A system message.
     pub fn system(content: impl Into<String>) -> Self {
-        Message { role: Role::System, content: content.into() }
+        Message {
+            role: Role::System,
+            content: content.into(),
+        }
     }
 
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
-        Message { role: Role::User, content: content.into() }
+        Message {
+            role: Role::User,
+            content: content.into(),
+        }
     }
 
     /// An assistant message.
     pub fn assistant(content: impl Into<String>) -> Self {
-        Message { role: Role::Assistant, content: content.into() }
+        Message {
+            role: Role::Assistant,
+            content: content.into(),
+        }
     }
 }
 
@@ -89,7 +98,10 @@ pub struct ChatRequest {
 impl ChatRequest {
     /// A request with these messages and the server's defaults for everything else.
     pub fn new(messages: Vec<Message>) -> Self {
-        ChatRequest { messages, ..ChatRequest::default() }
+        ChatRequest {
+            messages,
+            ..ChatRequest::default()
+        }
     }
 
     /// Sets the temperature.

@@ -24,9 +24,15 @@ pub trait Embedder: Send + Sync + fmt::Debug {
     /// The embedding of one text, tagged with this embedder's id.
     fn embed_one(&self, text: &str) -> Result<Embedding> {
         let vector = self.embed(&[text])?.pop().ok_or_else(|| {
-            Error::Inference(format!("the embedder {} returned no vector for one text", self.id()))
+            Error::Inference(format!(
+                "the embedder {} returned no vector for one text",
+                self.id()
+            ))
         })?;
-        Ok(Embedding { embedder: self.id().to_owned(), vector })
+        Ok(Embedding {
+            embedder: self.id().to_owned(),
+            vector,
+        })
     }
 }
 

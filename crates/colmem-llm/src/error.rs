@@ -23,7 +23,9 @@ pub enum Error {
         var: String,
     },
     /// The server refused the request as malformed (400, 413, 422 and other 4xx not listed below).
-    #[error("the model server at {url} rejected the request ({status}): {message}; check the model name, the prompt length and the request options")]
+    #[error(
+        "the model server at {url} rejected the request ({status}): {message}; check the model name, the prompt length and the request options"
+    )]
     BadRequest {
         /// The endpoint.
         url: String,
@@ -33,7 +35,9 @@ pub enum Error {
         message: String,
     },
     /// The server refused the credentials (401, 403).
-    #[error("the model server at {url} refused the credentials ({status}): {message}; check the API key in the variable named by api_key_env")]
+    #[error(
+        "the model server at {url} refused the credentials ({status}): {message}; check the API key in the variable named by api_key_env"
+    )]
     Unauthorized {
         /// The endpoint.
         url: String,
@@ -43,7 +47,9 @@ pub enum Error {
         message: String,
     },
     /// The endpoint or the model does not exist (404).
-    #[error("the model server at {url} answered 404: {message}; check base_url (it usually ends in /v1) and the model name")]
+    #[error(
+        "the model server at {url} answered 404: {message}; check base_url (it usually ends in /v1) and the model name"
+    )]
     NotFound {
         /// The endpoint.
         url: String,
@@ -51,7 +57,9 @@ pub enum Error {
         message: String,
     },
     /// The server kept answering 429 until the retries ran out.
-    #[error("the model server at {url} is rate limiting (429) after {attempts} attempts: {message}; lower the request rate or raise max_retries")]
+    #[error(
+        "the model server at {url} is rate limiting (429) after {attempts} attempts: {message}; lower the request rate or raise max_retries"
+    )]
     RateLimited {
         /// The endpoint.
         url: String,
@@ -61,7 +69,9 @@ pub enum Error {
         message: String,
     },
     /// The server kept failing (5xx) until the retries ran out.
-    #[error("the model server at {url} failed with {status} after {attempts} attempts: {message}; check the server's logs")]
+    #[error(
+        "the model server at {url} failed with {status} after {attempts} attempts: {message}; check the server's logs"
+    )]
     Server {
         /// The endpoint.
         url: String,
@@ -73,7 +83,9 @@ pub enum Error {
         message: String,
     },
     /// The server did not answer within the timeout until the retries ran out.
-    #[error("the model server at {url} did not answer within {timeout_ms} ms after {attempts} attempts; raise timeout_ms or check the server")]
+    #[error(
+        "the model server at {url} did not answer within {timeout_ms} ms after {attempts} attempts; raise timeout_ms or check the server"
+    )]
     Timeout {
         /// The endpoint.
         url: String,
@@ -83,7 +95,9 @@ pub enum Error {
         attempts: u32,
     },
     /// The connection failed or broke off (refused, reset, truncated body) until the retries ran out.
-    #[error("could not talk to the model server at {url} after {attempts} attempts: {message}; check that it is running and that base_url is right")]
+    #[error(
+        "could not talk to the model server at {url} after {attempts} attempts: {message}; check that it is running and that base_url is right"
+    )]
     Connection {
         /// The endpoint.
         url: String,
@@ -93,7 +107,9 @@ pub enum Error {
         message: String,
     },
     /// A successful response whose body is not what the OpenAI protocol promises.
-    #[error("the model server at {url} sent a malformed response: {message}; check that it speaks the OpenAI-compatible protocol")]
+    #[error(
+        "the model server at {url} sent a malformed response: {message}; check that it speaks the OpenAI-compatible protocol"
+    )]
     MalformedResponse {
         /// The endpoint.
         url: String,
@@ -101,7 +117,9 @@ pub enum Error {
         message: String,
     },
     /// The model's answer holds no JSON value of the requested shape, even after one repair round.
-    #[error("the model did not produce the requested JSON after {attempts} attempts ({reason}); its last answer began {excerpt:?}; use a stronger model or a server that supports JSON schemas")]
+    #[error(
+        "the model did not produce the requested JSON after {attempts} attempts ({reason}); its last answer began {excerpt:?}; use a stronger model or a server that supports JSON schemas"
+    )]
     UnparseableJson {
         /// How many completions were asked for.
         attempts: u32,
@@ -111,7 +129,9 @@ pub enum Error {
         excerpt: String,
     },
     /// An embedder returned vectors of another length than configured.
-    #[error("the embedder {embedder} returned {got}-dimensional vectors but {expected} are configured; set dim = {got}")]
+    #[error(
+        "the embedder {embedder} returned {got}-dimensional vectors but {expected} are configured; set dim = {got}"
+    )]
     DimensionMismatch {
         /// The embedder's id.
         embedder: String,
@@ -121,7 +141,9 @@ pub enum Error {
         got: usize,
     },
     /// On replay, a request that the cassette does not hold.
-    #[error("request {hash} ({summary}) is not in the cassette {path}; record the cassette again against a real model")]
+    #[error(
+        "request {hash} ({summary}) is not in the cassette {path}; record the cassette again against a real model"
+    )]
     NotRecorded {
         /// The cassette.
         path: PathBuf,

@@ -146,7 +146,10 @@ impl fmt::Debug for Endpoint {
 
 /// A failed attempt, and whether another may succeed.
 enum Attempt {
-    Retry { error: Error, wait: Option<Duration> },
+    Retry {
+        error: Error,
+        wait: Option<Duration>,
+    },
     Fail(Error),
 }
 
@@ -175,7 +178,11 @@ impl Endpoint {
             .user_agent(concat!("colmem/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Endpoint { config, client, api_key })
+        Ok(Endpoint {
+            config,
+            client,
+            api_key,
+        })
     }
 
     fn url(&self, path: &str) -> String {
@@ -203,31 +210,50 @@ impl Endpoint {
             let wait = match wait {
                 Some(asked) if asked > max => return Err(error),
                 Some(asked) => asked,
-                None => backoff(self.config.backoff_ms, self.config.max_backoff_ms, attempt - 1),
+                None => backoff(
+                    self.config.backoff_ms,
+                    self.config.max_backoff_ms,
+                    attempt - 1,
+                ),
             };
             std::thread::sleep(wait);
         }
     }
 
     fn attempt(&self, url: &str, body: &[u8], attempts: u32) -> Result<Value, Attempt> {
-        let mut request =
-            self.client.post(url).header(CONTENT_TYPE, "application/json").body(body.to_vec());
+        let mut request = self
+            .client
+            .post(url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
         let transport = |e: reqwest::Error| {
             if e.is_timeout() {
-                Error::Timeout { url: url.to_owned(), timeout_ms: self.config.timeout_ms, attempts }
+                Error::Timeout {
+                    url: url.to_owned(),
+                    timeout_ms: self.config.timeout_ms,
+                    attempts,
+                }
             } else {
-                Error::Connection { url: url.to_owned(), attempts, message: error_chain(&e) }
+                Error::Connection {
+                    url: url.to_owned(),
+                    attempts,
+                    message: error_chain(&e),
+                }
             }
         };
-        let response: Response =
-            request.send().map_err(|e| Attempt::Retry { error: transport(e), wait: None })?;
+        let response: Response = request.send().map_err(|e| Attempt::Retry {
+            error: transport(e),
+            wait: None,
+        })?;
         let status = response.status().as_u16();
         let wait = retry_after(response.headers());
-        let bytes =
-            response.bytes().map_err(|e| Attempt::Retry { error: transport(e), wait: None })?;
+        let bytes = response.bytes().map_err(|e| Attempt::Retry {
+            error: transport(e),
+            wait: None,
+        })?;
         if (200..300).contains(&status) {
             return serde_json::from_slice(&bytes).map_err(|e| {
                 Attempt::Fail(Error::MalformedResponse {
@@ -239,13 +265,34 @@ impl Endpoint {
         let message = server_message(&bytes);
         let url = url.to_owned();
         Err(match status {
-            429 => Attempt::Retry { error: Error::RateLimited { url, attempts, message }, wait },
-            408 | 500..=599 => {
-                Attempt::Retry { error: Error::Server { url, status, attempts, message }, wait }
-            }
-            401 | 403 => Attempt::Fail(Error::Unauthorized { url, status, message }),
+            429 => Attempt::Retry {
+                error: Error::RateLimited {
+                    url,
+                    attempts,
+                    message,
+                },
+                wait,
+            },
+            408 | 500..=599 => Attempt::Retry {
+                error: Error::Server {
+                    url,
+                    status,
+                    attempts,
+                    message,
+                },
+                wait,
+            },
+            401 | 403 => Attempt::Fail(Error::Unauthorized {
+                url,
+                status,
+                message,
+            }),
             404 => Attempt::Fail(Error::NotFound { url, message }),
-            _ => Attempt::Fail(Error::BadRequest { url, status, message }),
+            _ => Attempt::Fail(Error::BadRequest {
+                url,
+                status,
+                message,
+            }),
         })
     }
 }
@@ -267,7 +314,13 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 /// An HTTP-date `Retry-After` is not understood and falls back to the backoff.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let number = |name: &str| -> Option<f64> {
-        let value = headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok()?;
+        let value = headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()?;
         (value.is_finite() && value >= 0.0).then_some(value)
     };
     if let Some(ms) = number("retry-after-ms") {
@@ -310,7 +363,9 @@ fn backoff(base_ms: u64, max_ms: u64, n: u32) -> Duration {
 /// A SplitMix64 stream seeded from the clock: jitter needs no cryptographic randomness.
 fn random() -> u64 {
     static STATE: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
     let mut z = STATE.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed) ^ nanos;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -330,7 +385,9 @@ impl OpenAiChat {
     /// A client for this server; reads the API key from the environment now.
     pub fn new(config: ChatServerConfig) -> Result<Self> {
         if config.model.trim().is_empty() {
-            return Err(Error::Config("the chat model's name is empty; set model".to_owned()));
+            return Err(Error::Config(
+                "the chat model's name is empty; set model".to_owned(),
+            ));
         }
         let id = format!("openai-compatible/{}", config.model);
         Ok(OpenAiChat {
@@ -421,17 +478,27 @@ impl ChatModel for OpenAiChat {
             (None, None) => return Err(malformed("the completion has no content".to_owned())),
         };
         let usage = match body.usage {
-            Some(u) => Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens },
+            Some(u) => Usage {
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+            },
             None => {
-                let prompt: usize =
-                    request.messages.iter().map(|m| ApproxTokenCounter.count(&m.content) + 4).sum();
+                let prompt: usize = request
+                    .messages
+                    .iter()
+                    .map(|m| ApproxTokenCounter.count(&m.content) + 4)
+                    .sum();
                 Usage {
                     prompt_tokens: prompt as u64,
                     completion_tokens: ApproxTokenCounter.count(&text) as u64,
                 }
             }
         };
-        Ok(ChatResponse { text, usage, finish_reason: choice.finish_reason })
+        Ok(ChatResponse {
+            text,
+            usage,
+            finish_reason: choice.finish_reason,
+        })
     }
 }
 
@@ -449,7 +516,9 @@ impl OpenAiEmbedder {
     /// A client for this server; reads the API key from the environment now.
     pub fn new(config: EmbeddingServerConfig) -> Result<Self> {
         if config.model.trim().is_empty() {
-            return Err(Error::Config("the embedding model's name is empty; set model".to_owned()));
+            return Err(Error::Config(
+                "the embedding model's name is empty; set model".to_owned(),
+            ));
         }
         if config.dim == 0 || config.batch_size == 0 {
             return Err(Error::Config(
@@ -468,7 +537,9 @@ impl OpenAiEmbedder {
 
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let path = "embeddings";
-        let value = self.endpoint.post(path, &json!({ "model": self.model, "input": texts }))?;
+        let value = self
+            .endpoint
+            .post(path, &json!({ "model": self.model, "input": texts }))?;
         let malformed = |message: String| Error::MalformedResponse {
             url: self.endpoint.url(path),
             message,
@@ -494,7 +565,11 @@ impl OpenAiEmbedder {
             }
             match slots.get_mut(index) {
                 Some(slot @ None) => *slot = Some(item.embedding),
-                _ => return Err(malformed(format!("vector index {index} is out of range or repeated"))),
+                _ => {
+                    return Err(malformed(format!(
+                        "vector index {index} is out of range or repeated"
+                    )));
+                }
             }
         }
         slots
@@ -547,7 +622,11 @@ mod tests {
             let d = (100u64 << n).min(1000);
             for _ in 0..20 {
                 let wait = backoff(100, 1000, n).as_millis() as u64;
-                assert!(wait >= d / 2 && wait <= d, "retry {n}: {wait} ms not in [{}, {d}]", d / 2);
+                assert!(
+                    wait >= d / 2 && wait <= d,
+                    "retry {n}: {wait} ms not in [{}, {d}]",
+                    d / 2
+                );
             }
         }
         assert!(backoff(100, 1000, 200) <= Duration::from_millis(1000));
@@ -560,20 +639,30 @@ mod tests {
             for (k, v) in pairs {
                 headers.insert(*k, HeaderValue::from_static(v));
             }
-            assert_eq!(retry_after(&headers).map(|d| d.as_millis() as u64), expect, "{pairs:?}");
+            assert_eq!(
+                retry_after(&headers).map(|d| d.as_millis() as u64),
+                expect,
+                "{pairs:?}"
+            );
         };
         check(&[], None);
         check(&[("retry-after", "2")], Some(2000));
         check(&[("retry-after", "0.5")], Some(500));
         check(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")], None);
         check(&[("retry-after", "-1")], None);
-        check(&[("retry-after", "2"), ("retry-after-ms", "150")], Some(150));
+        check(
+            &[("retry-after", "2"), ("retry-after-ms", "150")],
+            Some(150),
+        );
     }
 
     #[test]
     fn server_messages() {
         let check = |body: &str, expect: &str| assert_eq!(server_message(body.as_bytes()), expect);
-        check(r#"{"error": {"message": "bad key", "type": "auth"}}"#, "bad key");
+        check(
+            r#"{"error": {"message": "bad key", "type": "auth"}}"#,
+            "bad key",
+        );
         check(r#"{"error": "model 'x' not found"}"#, "model 'x' not found");
         check(r#"{"object": "error", "message": "too long"}"#, "too long");
         check(r#"{"detail": "nope"}"#, "nope");
@@ -591,12 +680,21 @@ mod tests {
             })
         };
         assert!(matches!(chat("localhost:8000", "m"), Err(Error::Config(_))));
-        assert!(matches!(chat("http://localhost:8000/v1", " "), Err(Error::Config(_))));
+        assert!(matches!(
+            chat("http://localhost:8000/v1", " "),
+            Err(Error::Config(_))
+        ));
         let mut endpoint = EndpointConfig::new("http://127.0.0.1:1/v1");
         endpoint.api_key_env = Some("COLMEM_LLM_TEST_SURELY_UNSET_KEY".to_owned());
-        let err = OpenAiChat::new(ChatServerConfig { endpoint, model: "m".to_owned(), json_schema: false })
-            .unwrap_err();
-        assert!(matches!(&err, Error::MissingApiKey { var } if var == "COLMEM_LLM_TEST_SURELY_UNSET_KEY"));
+        let err = OpenAiChat::new(ChatServerConfig {
+            endpoint,
+            model: "m".to_owned(),
+            json_schema: false,
+        })
+        .unwrap_err();
+        assert!(
+            matches!(&err, Error::MissingApiKey { var } if var == "COLMEM_LLM_TEST_SURELY_UNSET_KEY")
+        );
     }
 
     #[test]

@@ -37,7 +37,9 @@ pub use cassette::{Cassette, CassetteChat, CassetteEmbedder, CassetteMode, canon
 pub use chat::{ChatModel, ChatRequest, ChatResponse, JsonSchema, Message, Role, Usage};
 pub use embed::Embedder;
 pub use error::{Error, Result};
-pub use http::{ChatServerConfig, EmbeddingServerConfig, EndpointConfig, OpenAiChat, OpenAiEmbedder};
+pub use http::{
+    ChatServerConfig, EmbeddingServerConfig, EndpointConfig, OpenAiChat, OpenAiEmbedder,
+};
 #[cfg(feature = "local")]
 pub use local::{LocalEmbedder, LocalModelConfig};
 pub use offline::{OfflineConfig, OfflineEmbedder};

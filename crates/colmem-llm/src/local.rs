@@ -41,7 +41,11 @@ fn default_batch_size() -> usize {
 impl LocalModelConfig {
     /// The model in `dir` with the default settings.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        LocalModelConfig { dir: dir.into(), max_seq_len: None, batch_size: default_batch_size() }
+        LocalModelConfig {
+            dir: dir.into(),
+            max_seq_len: None,
+            batch_size: default_batch_size(),
+        }
     }
 }
 
@@ -76,9 +80,14 @@ impl LocalEmbedder {
     /// Loads the model; fails with a message saying how to get the files when they are missing.
     pub fn load(config: &LocalModelConfig) -> Result<Self> {
         let dir = &config.dir;
-        let files_error = |message: String| Error::ModelFiles { dir: dir.clone(), message };
+        let files_error = |message: String| Error::ModelFiles {
+            dir: dir.clone(),
+            message,
+        };
         if config.batch_size == 0 {
-            return Err(Error::Config("the local model's batch_size must be at least 1".to_owned()));
+            return Err(Error::Config(
+                "the local model's batch_size must be at least 1".to_owned(),
+            ));
         }
         let read = |name: &str| -> Result<Vec<u8>> {
             std::fs::read(dir.join(name)).map_err(|e| {
@@ -122,12 +131,17 @@ impl LocalEmbedder {
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(|e| files_error(format!("model.safetensors does not load ({e})")))?;
         let model = BertModel::load(vb, &bert).map_err(|e| {
-            files_error(format!("model.safetensors does not hold the BERT weights config.json describes ({e})"))
+            files_error(format!(
+                "model.safetensors does not hold the BERT weights config.json describes ({e})"
+            ))
         })?;
         let name = dir
             .file_name()
             .map_or_else(|| "model".to_owned(), |n| n.to_string_lossy().into_owned());
-        let id = format!("local/{name}-{digest}/d{}/mean-l2/t{max_seq_len}", bert.hidden_size);
+        let id = format!(
+            "local/{name}-{digest}/d{}/mean-l2/t{max_seq_len}",
+            bert.hidden_size
+        );
         Ok(LocalEmbedder {
             model,
             tokenizer: Arc::new(tokenizer),
@@ -181,7 +195,9 @@ impl LocalEmbedder {
 
 fn sentence_bert_max_len(dir: &Path) -> Option<usize> {
     let bytes = std::fs::read(dir.join("sentence_bert_config.json")).ok()?;
-    serde_json::from_slice::<SentenceBertConfig>(&bytes).ok()?.max_seq_length
+    serde_json::from_slice::<SentenceBertConfig>(&bytes)
+        .ok()?
+        .max_seq_length
 }
 
 impl Embedder for LocalEmbedder {
@@ -205,7 +221,9 @@ impl Embedder for LocalEmbedder {
         let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
         for chunk in order.chunks(self.batch_size) {
             let batch: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
-            let out = self.forward(&batch).map_err(|e| Error::Inference(e.to_string()))?;
+            let out = self
+                .forward(&batch)
+                .map_err(|e| Error::Inference(e.to_string()))?;
             for (&i, v) in chunk.iter().zip(out) {
                 vectors[i] = v;
             }

@@ -33,7 +33,11 @@ pub struct OfflineConfig {
 
 impl Default for OfflineConfig {
     fn default() -> Self {
-        OfflineConfig { dim: 384, char_ngram_min: 3, char_ngram_max: 4 }
+        OfflineConfig {
+            dim: 384,
+            char_ngram_min: 3,
+            char_ngram_max: 4,
+        }
     }
 }
 
@@ -69,7 +73,9 @@ impl OfflineEmbedder {
     /// An embedder with these parameters; refuses a zero dimension or an empty n-gram range.
     pub fn new(config: OfflineConfig) -> Result<Self> {
         if config.dim == 0 {
-            return Err(Error::Config("the offline embedder's dim must be at least 1".to_owned()));
+            return Err(Error::Config(
+                "the offline embedder's dim must be at least 1".to_owned(),
+            ));
         }
         if config.char_ngram_min == 0 || config.char_ngram_min > config.char_ngram_max {
             return Err(Error::Config(format!(
@@ -77,7 +83,10 @@ impl OfflineEmbedder {
                 config.char_ngram_min, config.char_ngram_max
             )));
         }
-        Ok(OfflineEmbedder { config, id: id_for(config) })
+        Ok(OfflineEmbedder {
+            config,
+            id: id_for(config),
+        })
     }
 
     /// The parameters.
@@ -167,7 +176,10 @@ impl OfflineEmbedder {
 impl Default for OfflineEmbedder {
     fn default() -> Self {
         let config = OfflineConfig::default();
-        OfflineEmbedder { config, id: id_for(config) }
+        OfflineEmbedder {
+            config,
+            id: id_for(config),
+        }
     }
 }
 
@@ -191,7 +203,10 @@ impl Embedder for OfflineEmbedder {
                 .chunks(chunk)
                 .map(|part| scope.spawn(move || part.iter().map(|t| self.vector(t)).collect()))
                 .collect();
-            handles.into_iter().map(|h| h.join()).collect::<std::result::Result<_, _>>()
+            handles
+                .into_iter()
+                .map(|h| h.join())
+                .collect::<std::result::Result<_, _>>()
         })
         .map_err(|_| Error::Inference("an offline embedding thread panicked".to_owned()))?;
         Ok(parts.into_iter().flatten().collect())
@@ -236,7 +251,10 @@ mod tests {
         let v = e.vector("Alice moved to Berlin in March.");
         assert_eq!(v.len(), 384);
         assert!((cosine(&v, &v) - 1.0).abs() < 1e-5);
-        assert_eq!(v, OfflineEmbedder::default().vector("Alice moved to Berlin in March."));
+        assert_eq!(
+            v,
+            OfflineEmbedder::default().vector("Alice moved to Berlin in March.")
+        );
     }
 
     #[test]
@@ -261,20 +279,36 @@ mod tests {
 
     #[test]
     fn id_names_the_parameters_and_bad_ones_are_refused() {
-        let config = OfflineConfig { dim: 64, char_ngram_min: 2, char_ngram_max: 5 };
-        assert_eq!(OfflineEmbedder::new(config).unwrap().id(), "offline-hash-v1/d64/w1-2/c2-5");
-        assert_eq!(OfflineEmbedder::default().id(), "offline-hash-v1/d384/w1-2/c3-4");
+        let config = OfflineConfig {
+            dim: 64,
+            char_ngram_min: 2,
+            char_ngram_max: 5,
+        };
+        assert_eq!(
+            OfflineEmbedder::new(config).unwrap().id(),
+            "offline-hash-v1/d64/w1-2/c2-5"
+        );
+        assert_eq!(
+            OfflineEmbedder::default().id(),
+            "offline-hash-v1/d384/w1-2/c3-4"
+        );
         assert!(OfflineEmbedder::new(OfflineConfig { dim: 0, ..config }).is_err());
         assert!(
-            OfflineEmbedder::new(OfflineConfig { char_ngram_min: 4, char_ngram_max: 3, dim: 8 })
-                .is_err()
+            OfflineEmbedder::new(OfflineConfig {
+                char_ngram_min: 4,
+                char_ngram_max: 3,
+                dim: 8
+            })
+            .is_err()
         );
     }
 
     #[test]
     fn large_batches_match_one_by_one() {
         let e = OfflineEmbedder::default();
-        let texts: Vec<String> = (0..PARALLEL_BATCH + 7).map(|i| format!("note {i} about ünïcode")).collect();
+        let texts: Vec<String> = (0..PARALLEL_BATCH + 7)
+            .map(|i| format!("note {i} about ünïcode"))
+            .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let batch = e.embed(&refs).unwrap();
         assert_eq!(batch.len(), refs.len());
@@ -287,10 +321,17 @@ mod tests {
     fn hashing_is_pinned() {
         // The vectors are stored: a change here silently breaks every index, so bump VERSION.
         assert_eq!(fnv1a(b"colmem"), 0x3104_cb87_d9d4_820a);
-        let v = OfflineEmbedder::new(OfflineConfig { dim: 8, ..OfflineConfig::default() })
-            .unwrap()
-            .vector("pin");
+        let v = OfflineEmbedder::new(OfflineConfig {
+            dim: 8,
+            ..OfflineConfig::default()
+        })
+        .unwrap()
+        .vector("pin");
         let rounded: Vec<i32> = v.iter().map(|x| (x * 1000.0).round() as i32).collect();
-        assert_eq!(rounded, [-219, 0, 0, 219, 0, -951, 0, 0], "update the pinned vector only with a VERSION bump");
+        assert_eq!(
+            rounded,
+            [-219, 0, 0, 219, 0, -951, 0, 0],
+            "update the pinned vector only with a VERSION bump"
+        );
     }
 }

@@ -42,7 +42,9 @@ pub fn complete_json<T: DeserializeOwned>(
 
     let mut repair = first;
     repair.messages.push(Message::assistant(answer.text));
-    repair.messages.push(Message::user(repair_prompt(schema, &reason)));
+    repair
+        .messages
+        .push(Message::user(repair_prompt(schema, &reason)));
     let answer = model.complete(&repair)?;
     usage += answer.usage;
     match extract_json::<T>(&answer.text) {
@@ -187,7 +189,9 @@ mod tests {
     }
 
     fn check(text: &str, expect: Option<(&str, f64)>) {
-        let got = extract_json::<Fact>(text).ok().map(|f| (f.subject, f.score));
+        let got = extract_json::<Fact>(text)
+            .ok()
+            .map(|f| (f.subject, f.score));
         let expect = expect.map(|(s, n)| (s.to_owned(), n));
         assert_eq!(got, expect, "extracting from {text:?}");
     }
@@ -195,7 +199,10 @@ mod tests {
     #[test]
     fn extraction() {
         check(r#"{"subject": "alice", "score": 1}"#, Some(("alice", 1.0)));
-        check("```json\n{\"subject\": \"bob\", \"score\": 2}\n```", Some(("bob", 2.0)));
+        check(
+            "```json\n{\"subject\": \"bob\", \"score\": 2}\n```",
+            Some(("bob", 2.0)),
+        );
         check(
             "Sure! Here is the JSON:\n```\n{\"subject\": \"c\", \"score\": 3}\n```\nHope it helps.",
             Some(("c", 3.0)),
@@ -204,8 +211,14 @@ mod tests {
             r#"The answer is {"subject": "d } {", "score": 4} and that is all {"#,
             Some(("d } {", 4.0)),
         );
-        check(r#"{"note": {"x": 1}} then {"subject": "e", "score": 5}"#, Some(("e", 5.0)));
-        check("```json\n{\"subject\": \"f\", \"score\": 6}", Some(("f", 6.0)));
+        check(
+            r#"{"note": {"x": 1}} then {"subject": "e", "score": 5}"#,
+            Some(("e", 5.0)),
+        );
+        check(
+            "```json\n{\"subject\": \"f\", \"score\": 6}",
+            Some(("f", 6.0)),
+        );
         check(r#"{"subject": "g", "score": "#, None);
         check("no json here", None);
         check("", None);

@@ -58,12 +58,13 @@ pub struct TokenizerCounter {
 impl TokenizerCounter {
     /// Loads `tokenizer.json` from `path`.
     pub fn from_file(path: &std::path::Path) -> crate::Result<Self> {
-        let tokenizer = tokenizers::Tokenizer::from_file(path).map_err(|e| {
-            crate::Error::ModelFiles {
+        let tokenizer =
+            tokenizers::Tokenizer::from_file(path).map_err(|e| crate::Error::ModelFiles {
                 dir: path.to_path_buf(),
-                message: format!("the tokenizer does not load ({e}); use a Hugging Face tokenizer.json"),
-            }
-        })?;
+                message: format!(
+                    "the tokenizer does not load ({e}); use a Hugging Face tokenizer.json"
+                ),
+            })?;
         Ok(Self::new(&tokenizer))
     }
 
@@ -74,7 +75,9 @@ impl TokenizerCounter {
         tokenizer.with_padding(None);
         // Removing truncation cannot fail; the result only reports invalid truncation parameters.
         let _ = tokenizer.with_truncation(None);
-        TokenizerCounter { tokenizer: std::sync::Arc::new(tokenizer) }
+        TokenizerCounter {
+            tokenizer: std::sync::Arc::new(tokenizer),
+        }
     }
 }
 

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use colmem_core::ErrorKind;
 use colmem_llm::{
-    Cassette, CassetteChat, CassetteEmbedder, ChatModel, ChatRequest, ChatResponse, Embedder, Error,
-    JsonSchema, Message, OfflineEmbedder, Usage, complete_json,
+    Cassette, CassetteChat, CassetteEmbedder, ChatModel, ChatRequest, ChatResponse, Embedder,
+    Error, JsonSchema, Message, OfflineEmbedder, Usage, complete_json,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -39,8 +39,20 @@ impl ChatModel for Scripted {
     }
 
     fn complete(&self, _request: &ChatRequest) -> colmem_llm::Result<ChatResponse> {
-        let text = self.answers.lock().unwrap().pop_front().expect("the script ran out");
-        Ok(ChatResponse { text, usage: Usage { prompt_tokens: 10, completion_tokens: 3 }, finish_reason: None })
+        let text = self
+            .answers
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("the script ran out");
+        Ok(ChatResponse {
+            text,
+            usage: Usage {
+                prompt_tokens: 10,
+                completion_tokens: 3,
+            },
+            finish_reason: None,
+        })
     }
 }
 
@@ -51,11 +63,19 @@ struct Fact {
 }
 
 fn schema() -> JsonSchema {
-    JsonSchema { name: "fact".into(), schema: json!({"type": "object"}), strict: false }
+    JsonSchema {
+        name: "fact".into(),
+        schema: json!({"type": "object"}),
+        strict: false,
+    }
 }
 
 fn ask(text: &str) -> ChatRequest {
-    ChatRequest::new(vec![Message::system("extract one fact"), Message::user(text)]).temperature(0.0)
+    ChatRequest::new(vec![
+        Message::system("extract one fact"),
+        Message::user(text),
+    ])
+    .temperature(0.0)
 }
 
 #[test]
@@ -67,7 +87,11 @@ fn a_recorded_session_replays_without_the_model() {
         let cassette = Cassette::record(&path).unwrap();
         let model = CassetteChat::recording(
             cassette.clone(),
-            Scripted::new(&["not json", r#"{"subject": "alice", "verb": "moved"}"#, r#"{"subject": "bob", "verb": "likes"}"#]),
+            Scripted::new(&[
+                "not json",
+                r#"{"subject": "alice", "verb": "moved"}"#,
+                r#"{"subject": "bob", "verb": "likes"}"#,
+            ]),
         )
         .unwrap();
         vec![
@@ -90,11 +114,17 @@ fn a_recorded_session_replays_without_the_model() {
 
     // A request that was never recorded fails loudly, naming it.
     let err = model.complete(&ask("Carol hates rain.")).unwrap_err();
-    assert!(matches!(&err, Error::NotRecorded { summary, .. } if summary.contains("Carol hates rain.")), "{err}");
+    assert!(
+        matches!(&err, Error::NotRecorded { summary, .. } if summary.contains("Carol hates rain.")),
+        "{err}"
+    );
     assert!(err.to_string().contains("facts.jsonl"), "{err}");
     assert_eq!(err.kind(), ErrorKind::NotFound);
     // So does the same request at another temperature.
-    assert!(matches!(model.complete(&ask("Bob likes tea.").temperature(0.7)), Err(Error::NotRecorded { .. })));
+    assert!(matches!(
+        model.complete(&ask("Bob likes tea.").temperature(0.7)),
+        Err(Error::NotRecorded { .. })
+    ));
 }
 
 #[test]
@@ -102,13 +132,18 @@ fn a_request_recorded_twice_replays_in_order_then_repeats_the_last() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("twice.jsonl");
     {
-        let model =
-            CassetteChat::recording(Cassette::record(&path).unwrap(), Scripted::new(&["one", "two"])).unwrap();
+        let model = CassetteChat::recording(
+            Cassette::record(&path).unwrap(),
+            Scripted::new(&["one", "two"]),
+        )
+        .unwrap();
         model.complete(&ask("same")).unwrap();
         model.complete(&ask("same")).unwrap();
     }
     let model = CassetteChat::replaying(Cassette::replay(&path).unwrap()).unwrap();
-    let answers: Vec<String> = (0..3).map(|_| model.complete(&ask("same")).unwrap().text).collect();
+    let answers: Vec<String> = (0..3)
+        .map(|_| model.complete(&ask("same")).unwrap().text)
+        .collect();
     assert_eq!(answers, ["one", "two", "two"]);
     check_chat_replay(&path);
 }
@@ -116,7 +151,9 @@ fn a_request_recorded_twice_replays_in_order_then_repeats_the_last() {
 fn check_chat_replay(path: &std::path::Path) {
     // The suite's own request was not recorded: it must fail, not invent an answer.
     let model = CassetteChat::replaying(Cassette::replay(path).unwrap()).unwrap();
-    let err = model.complete(&ChatRequest::new(vec![Message::user("Say something.")])).unwrap_err();
+    let err = model
+        .complete(&ChatRequest::new(vec![Message::user("Say something.")]))
+        .unwrap_err();
     assert!(matches!(err, Error::NotRecorded { .. }), "{err}");
 }
 
@@ -125,8 +162,11 @@ fn the_chat_suite_replays() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("suite.jsonl");
     {
-        let model = CassetteChat::recording(Cassette::record(&path).unwrap(), Scripted::new(&["hello", "hello"]))
-            .unwrap();
+        let model = CassetteChat::recording(
+            Cassette::record(&path).unwrap(),
+            Scripted::new(&["hello", "hello"]),
+        )
+        .unwrap();
         check_chat(&model);
     }
     check_chat(&CassetteChat::replaying(Cassette::replay(&path).unwrap()).unwrap());
@@ -138,16 +178,26 @@ fn embeddings_record_and_replay_exactly() {
     let path = dir.path().join("embed.jsonl");
     let offline = Arc::new(OfflineEmbedder::default());
     {
-        let recording = CassetteEmbedder::recording(Cassette::record(&path).unwrap(), offline.clone()).unwrap();
+        let recording =
+            CassetteEmbedder::recording(Cassette::record(&path).unwrap(), offline.clone()).unwrap();
         check_embedder(&recording);
     }
     let replaying = CassetteEmbedder::replaying(Cassette::replay(&path).unwrap()).unwrap();
     assert_eq!(replaying.id(), offline.id());
     assert_eq!(replaying.dim(), offline.dim());
     check_embedder(&replaying);
-    let texts = ["Alice moved to Berlin in March.", "Bob prefers tea over coffee."];
-    let err = replaying.embed(&texts[..1]).map(|_| ()).and_then(|()| replaying.embed(&["never seen"]).map(|_| ()));
-    assert!(matches!(&err, Err(Error::NotRecorded { summary, .. }) if summary.contains("never seen")), "{err:?}");
+    let texts = [
+        "Alice moved to Berlin in March.",
+        "Bob prefers tea over coffee.",
+    ];
+    let err = replaying
+        .embed(&texts[..1])
+        .map(|_| ())
+        .and_then(|()| replaying.embed(&["never seen"]).map(|_| ()));
+    assert!(
+        matches!(&err, Err(Error::NotRecorded { summary, .. }) if summary.contains("never seen")),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -168,5 +218,8 @@ fn bad_cassettes_are_reported() {
     let cassette = Cassette::replay(&empty).unwrap();
     assert!(CassetteChat::replaying(cassette.clone()).is_err());
     assert!(CassetteEmbedder::replaying(cassette.clone()).is_err());
-    assert!(CassetteChat::recording(cassette, Scripted::new(&[])).is_err(), "a replay cassette does not record");
+    assert!(
+        CassetteChat::recording(cassette, Scripted::new(&[])).is_err(),
+        "a replay cassette does not record"
+    );
 }

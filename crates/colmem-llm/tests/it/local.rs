@@ -55,13 +55,25 @@ fn minilm_matches_the_reference_vectors() {
         let alone = model.embed_one(&item.text).unwrap().vector;
         for vector in [got, &alone] {
             assert_eq!(vector.len(), item.embedding.len());
-            let diff =
-                vector.iter().zip(&item.embedding).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            let diff = vector
+                .iter()
+                .zip(&item.embedding)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f32::max);
             worst = worst.max(diff);
-            assert!(diff <= 1e-4, "{:?}: a component differs by {diff}", item.text);
+            assert!(
+                diff <= 1e-4,
+                "{:?}: a component differs by {diff}",
+                item.text
+            );
         }
         // The reference counts [CLS] and [SEP]; the counter does not.
-        assert_eq!(model.token_counter().count(&item.text) + 2, item.tokens, "{:?}", item.text);
+        assert_eq!(
+            model.token_counter().count(&item.text) + 2,
+            item.tokens,
+            "{:?}",
+            item.text
+        );
     }
     eprintln!("local model: max abs diff vs reference {worst:e}");
 }
@@ -75,5 +87,8 @@ fn minilm_passes_the_suite() {
 fn a_missing_model_says_how_to_fetch_it() {
     let dir = tempfile::tempdir().unwrap();
     let err = LocalEmbedder::load(&LocalModelConfig::new(dir.path())).unwrap_err();
-    assert!(err.to_string().contains("cargo xtask fetch-model minilm"), "{err}");
+    assert!(
+        err.to_string().contains("cargo xtask fetch-model minilm"),
+        "{err}"
+    );
 }

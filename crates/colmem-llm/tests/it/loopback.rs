@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use colmem_core::ErrorKind;
 use colmem_llm::{
-    ChatModel, ChatRequest, ChatServerConfig, Embedder, EmbeddingServerConfig, EndpointConfig, Error,
-    JsonSchema, Message, OpenAiChat, OpenAiEmbedder, complete_json,
+    ChatModel, ChatRequest, ChatServerConfig, Embedder, EmbeddingServerConfig, EndpointConfig,
+    Error, JsonSchema, Message, OpenAiChat, OpenAiEmbedder, complete_json,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -62,7 +62,10 @@ fn run(script: Vec<Reply>, max_retries: u32) -> (colmem_llm::Result<String>, usi
     let outcome = model.complete(&hello()).map(|r| r.text);
     let elapsed = start.elapsed();
     // Nothing may hang: every call ends well within its retries' worth of timeouts and waits.
-    assert!(elapsed < Duration::from_secs(4), "the call took {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_secs(4),
+        "the call took {elapsed:?}"
+    );
     (outcome, server.seen().len(), elapsed)
 }
 
@@ -79,7 +82,13 @@ fn a_200_returns_text_usage_and_sends_the_request() {
     let model = OpenAiChat::new(config).unwrap();
     let response = model.complete(&hello()).unwrap();
     assert_eq!(response.text, "hi there");
-    assert_eq!((response.usage.prompt_tokens, response.usage.completion_tokens), (12, 5));
+    assert_eq!(
+        (
+            response.usage.prompt_tokens,
+            response.usage.completion_tokens
+        ),
+        (12, 5)
+    );
     assert_eq!(response.finish_reason.as_deref(), Some("stop"));
 
     let seen = server.seen();
@@ -88,7 +97,10 @@ fn a_200_returns_text_usage_and_sends_the_request() {
     assert_eq!(seen[0].authorization.as_deref(), Some("Bearer colmem-llm"));
     let body = &seen[0].body;
     assert_eq!(body["model"], "test-model");
-    assert_eq!(body["messages"], json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}]));
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}])
+    );
     assert_eq!(body["temperature"], json!(0.0));
     assert_eq!(body["max_tokens"], json!(16));
     assert!(body.get("response_format").is_none());
@@ -96,21 +108,33 @@ fn a_200_returns_text_usage_and_sends_the_request() {
 
 #[test]
 fn a_429_is_retried_after_retry_after() {
-    let limited =
-        Reply::WithHeaders(429, vec![("retry-after", "1".into())], error_body("slow down"));
+    let limited = Reply::WithHeaders(
+        429,
+        vec![("retry-after", "1".into())],
+        error_body("slow down"),
+    );
     let (outcome, requests, elapsed) = run(vec![limited, ok("done")], 2);
     assert_eq!(outcome.unwrap(), "done");
     assert_eq!(requests, 2);
-    assert!(elapsed >= Duration::from_secs(1), "Retry-After: 1 was not honoured: {elapsed:?}");
+    assert!(
+        elapsed >= Duration::from_secs(1),
+        "Retry-After: 1 was not honoured: {elapsed:?}"
+    );
 }
 
 #[test]
 fn a_429_asking_for_too_long_a_wait_fails_at_once() {
-    let limited =
-        Reply::WithHeaders(429, vec![("retry-after", "120".into())], error_body("come back later"));
+    let limited = Reply::WithHeaders(
+        429,
+        vec![("retry-after", "120".into())],
+        error_body("come back later"),
+    );
     let (outcome, requests, _) = run(vec![limited, ok("never")], 3);
     let err = outcome.unwrap_err();
-    assert!(matches!(&err, Error::RateLimited { attempts: 1, message, .. } if message == "come back later"), "{err}");
+    assert!(
+        matches!(&err, Error::RateLimited { attempts: 1, message, .. } if message == "come back later"),
+        "{err}"
+    );
     assert_eq!(err.kind(), ErrorKind::Busy);
     assert_eq!(requests, 1);
 }
@@ -124,20 +148,32 @@ fn a_500_is_retried_until_the_retries_run_out() {
 
     let (outcome, requests, _) = run(vec![failing(), failing(), failing(), ok("too late")], 2);
     let err = outcome.unwrap_err();
-    assert!(matches!(&err, Error::Server { status: 500, attempts: 3, message, .. } if message == "boom"), "{err}");
+    assert!(
+        matches!(&err, Error::Server { status: 500, attempts: 3, message, .. } if message == "boom"),
+        "{err}"
+    );
     assert_eq!(err.kind(), ErrorKind::Unavailable);
     assert_eq!(requests, 3);
 }
 
 #[test]
 fn malformed_json_fails_without_a_retry() {
-    let (outcome, requests, _) = run(vec![Reply::Status(200, "{\"choices\": [".into()), ok("x")], 3);
-    assert!(matches!(outcome, Err(Error::MalformedResponse { .. })), "{outcome:?}");
+    let (outcome, requests, _) = run(
+        vec![Reply::Status(200, "{\"choices\": [".into()), ok("x")],
+        3,
+    );
+    assert!(
+        matches!(outcome, Err(Error::MalformedResponse { .. })),
+        "{outcome:?}"
+    );
     assert_eq!(requests, 1);
 
     // JSON, but not a completion.
     let (outcome, requests, _) = run(vec![Reply::Status(200, "{\"choices\": []}".into())], 3);
-    assert!(matches!(outcome, Err(Error::MalformedResponse { .. })), "{outcome:?}");
+    assert!(
+        matches!(outcome, Err(Error::MalformedResponse { .. })),
+        "{outcome:?}"
+    );
     assert_eq!(requests, 1);
 }
 
@@ -150,7 +186,17 @@ fn a_slow_answer_times_out_and_is_retried() {
 
     let (outcome, requests, _) = run(vec![slow(), slow()], 1);
     let err = outcome.unwrap_err();
-    assert!(matches!(err, Error::Timeout { attempts: 2, timeout_ms: TIMEOUT_MS, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                attempts: 2,
+                timeout_ms: TIMEOUT_MS,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(requests, 2);
 }
 
@@ -162,7 +208,10 @@ fn a_truncated_body_is_retried() {
     assert_eq!(requests, 2);
 
     let (outcome, requests, _) = run(vec![cut(), cut()], 1);
-    assert!(matches!(outcome, Err(Error::Connection { attempts: 2, .. })), "{outcome:?}");
+    assert!(
+        matches!(outcome, Err(Error::Connection { attempts: 2, .. })),
+        "{outcome:?}"
+    );
     assert_eq!(requests, 2);
 }
 
@@ -181,34 +230,64 @@ fn the_scripted_sequence_in_turn() {
     let model = chat(&server, 3);
     let start = Instant::now();
     assert_eq!(model.complete(&hello()).unwrap().text, "first");
-    assert!(matches!(model.complete(&hello()), Err(Error::MalformedResponse { .. })));
+    assert!(matches!(
+        model.complete(&hello()),
+        Err(Error::MalformedResponse { .. })
+    ));
     assert_eq!(server.seen().len(), 4);
     assert_eq!(model.complete(&hello()).unwrap().text, "last");
     assert_eq!(server.seen().len(), 7);
-    assert!(start.elapsed() < Duration::from_secs(4), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
 fn client_errors_carry_the_servers_message_and_are_not_retried() {
     let check = |status: u16, expect: &dyn Fn(&Error) -> bool, kind: ErrorKind| {
         let message = format!("server says {status}");
-        let (outcome, requests, _) = run(vec![Reply::Status(status, error_body(&message)), ok("x")], 3);
+        let (outcome, requests, _) = run(
+            vec![Reply::Status(status, error_body(&message)), ok("x")],
+            3,
+        );
         let err = outcome.unwrap_err();
         assert!(expect(&err), "{status}: {err:?}");
         assert!(err.to_string().contains(&message), "{err}");
         assert_eq!(err.kind(), kind);
         assert_eq!(requests, 1, "{status} was retried");
     };
-    check(400, &|e| matches!(e, Error::BadRequest { status: 400, .. }), ErrorKind::InvalidInput);
-    check(401, &|e| matches!(e, Error::Unauthorized { status: 401, .. }), ErrorKind::Unavailable);
-    check(404, &|e| matches!(e, Error::NotFound { .. }), ErrorKind::Unavailable);
-    check(422, &|e| matches!(e, Error::BadRequest { status: 422, .. }), ErrorKind::InvalidInput);
+    check(
+        400,
+        &|e| matches!(e, Error::BadRequest { status: 400, .. }),
+        ErrorKind::InvalidInput,
+    );
+    check(
+        401,
+        &|e| matches!(e, Error::Unauthorized { status: 401, .. }),
+        ErrorKind::Unavailable,
+    );
+    check(
+        404,
+        &|e| matches!(e, Error::NotFound { .. }),
+        ErrorKind::Unavailable,
+    );
+    check(
+        422,
+        &|e| matches!(e, Error::BadRequest { status: 422, .. }),
+        ErrorKind::InvalidInput,
+    );
 }
 
 #[test]
 fn a_refused_connection_is_retried_then_reported() {
     // A port that was free a moment ago: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let model = OpenAiChat::new(ChatServerConfig {
         endpoint: EndpointConfig {
             base_url: format!("http://127.0.0.1:{port}/v1"),
@@ -220,7 +299,10 @@ fn a_refused_connection_is_retried_then_reported() {
     })
     .unwrap();
     let err = model.complete(&hello()).unwrap_err();
-    assert!(matches!(err, Error::Connection { attempts: 3, .. }), "{err}");
+    assert!(
+        matches!(err, Error::Connection { attempts: 3, .. }),
+        "{err}"
+    );
 }
 
 trait FastRetries {
@@ -255,9 +337,19 @@ fn embeddings_are_batched_and_kept_in_order() {
     let vectors = e.embed(&texts).unwrap();
     let seen = server.seen();
     assert_eq!(seen.len(), 3);
-    assert!(seen.iter().all(|s| s.path == "/v1/embeddings" && s.body["model"] == "embed-model"));
+    assert!(
+        seen.iter()
+            .all(|s| s.path == "/v1/embeddings" && s.body["model"] == "embed-model")
+    );
     let inputs: Vec<_> = seen.iter().map(|s| s.body["input"].clone()).collect();
-    assert_eq!(inputs, vec![json!(["one", "two"]), json!(["three", "four"]), json!(["five"])]);
+    assert_eq!(
+        inputs,
+        vec![
+            json!(["one", "two"]),
+            json!(["three", "four"]),
+            json!(["five"])
+        ]
+    );
     let offline = colmem_llm::OfflineEmbedder::new(colmem_llm::OfflineConfig {
         dim: ECHO_DIM,
         ..Default::default()
@@ -280,7 +372,17 @@ fn embeddings_out_of_order_and_of_the_wrong_length() {
 
     let server = Server::start(vec![Reply::EmbedEcho]);
     let err = embedder(&server, 8, 3).embed(&["a"]).unwrap_err();
-    assert!(matches!(err, Error::DimensionMismatch { expected: 3, got: ECHO_DIM, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::DimensionMismatch {
+                expected: 3,
+                got: ECHO_DIM,
+                ..
+            }
+        ),
+        "{err}"
+    );
 
     let short = json!({"data": [{"index": 0, "embedding": [1.0, 0.0]}]});
     let server = Server::start(vec![Reply::Status(200, short.to_string())]);
@@ -328,15 +430,29 @@ fn json_schema_goes_to_servers_that_support_it() {
         json_schema: true,
     })
     .unwrap();
-    let (verdict, usage): (Verdict, _) = complete_json(&model, &hello(), &verdict_schema()).unwrap();
-    assert_eq!(verdict, Verdict { relevant: true, reason: "same topic".into() });
+    let (verdict, usage): (Verdict, _) =
+        complete_json(&model, &hello(), &verdict_schema()).unwrap();
+    assert_eq!(
+        verdict,
+        Verdict {
+            relevant: true,
+            reason: "same topic".into()
+        }
+    );
     assert_eq!(usage.total(), 17);
     let body = &server.seen()[0].body;
     assert_eq!(body["response_format"]["type"], "json_schema");
     assert_eq!(body["response_format"]["json_schema"]["name"], "verdict");
     assert_eq!(body["response_format"]["json_schema"]["strict"], true);
-    assert_eq!(body["response_format"]["json_schema"]["schema"], verdict_schema().schema);
-    assert_eq!(body["messages"].as_array().unwrap().len(), 2, "no instruction is added");
+    assert_eq!(
+        body["response_format"]["json_schema"]["schema"],
+        verdict_schema().schema
+    );
+    assert_eq!(
+        body["messages"].as_array().unwrap().len(),
+        2,
+        "no instruction is added"
+    );
 }
 
 #[test]
@@ -347,11 +463,20 @@ fn json_is_extracted_and_repaired_for_servers_without_schemas() {
     )]);
     let (verdict, _): (Verdict, _) =
         complete_json(&chat(&server, 0), &hello(), &verdict_schema()).unwrap();
-    assert_eq!(verdict, Verdict { relevant: false, reason: "other topic".into() });
+    assert_eq!(
+        verdict,
+        Verdict {
+            relevant: false,
+            reason: "other topic".into()
+        }
+    );
     let body = &server.seen()[0].body;
     assert!(body.get("response_format").is_none());
     let instruction = body["messages"][2]["content"].as_str().unwrap();
-    assert!(instruction.contains("JSON schema") && instruction.contains("\"relevant\""), "{instruction}");
+    assert!(
+        instruction.contains("JSON schema") && instruction.contains("\"relevant\""),
+        "{instruction}"
+    );
 
     // Unusable, then repaired: two calls, the usage of both.
     let server = Server::start(vec![
@@ -364,12 +489,23 @@ fn json_is_extracted_and_repaired_for_servers_without_schemas() {
     assert_eq!(usage.total(), 34);
     let repair = &server.seen()[1].body["messages"];
     let n = repair.as_array().unwrap().len();
-    assert_eq!(repair[n - 2], json!({"role": "assistant", "content": "I think it is relevant."}));
-    assert!(repair[n - 1]["content"].as_str().unwrap().contains("could not be used"));
+    assert_eq!(
+        repair[n - 2],
+        json!({"role": "assistant", "content": "I think it is relevant."})
+    );
+    assert!(
+        repair[n - 1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("could not be used")
+    );
 
     // Still unusable after the repair: a typed error, no third call.
     let server = Server::start(vec![ok("yes"), ok(r#"{"relevant": "maybe"}"#), ok("{}")]);
     let err = complete_json::<Verdict>(&chat(&server, 0), &hello(), &verdict_schema()).unwrap_err();
-    assert!(matches!(&err, Error::UnparseableJson { attempts: 2, excerpt, .. } if excerpt.contains("maybe")), "{err}");
+    assert!(
+        matches!(&err, Error::UnparseableJson { attempts: 2, excerpt, .. } if excerpt.contains("maybe")),
+        "{err}"
+    );
     assert_eq!(server.seen().len(), 2);
 }

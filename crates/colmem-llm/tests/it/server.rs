@@ -51,7 +51,10 @@ impl Server {
         let (stop, stopped) = oneshot::channel::<()>();
         let seen_in = seen.clone();
         let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             runtime.block_on(async move {
                 let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
@@ -65,7 +68,12 @@ impl Server {
             });
         });
         let addr = addr_rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        Server { addr, seen, stop: Some(stop), thread: Some(thread) }
+        Server {
+            addr,
+            seen,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
     }
 
     pub fn base_url(&self) -> String {
@@ -88,17 +96,26 @@ impl Drop for Server {
     }
 }
 
-async fn serve(mut stream: TcpStream, script: Arc<Mutex<VecDeque<Reply>>>, seen: Arc<Mutex<Vec<Seen>>>) {
+async fn serve(
+    mut stream: TcpStream,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+) {
     let Some((path, authorization, body)) = read_request(&mut stream).await else {
         return;
     };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    seen.lock().unwrap().push(Seen { path, authorization, body: body.clone() });
-    let reply = script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or_else(|| Reply::Status(500, r#"{"error": {"message": "the script ran out"}}"#.into()));
+    seen.lock().unwrap().push(Seen {
+        path,
+        authorization,
+        body: body.clone(),
+    });
+    let reply = script.lock().unwrap().pop_front().unwrap_or_else(|| {
+        Reply::Status(
+            500,
+            r#"{"error": {"message": "the script ran out"}}"#.into(),
+        )
+    });
     let (status, headers, text, cut) = match reply {
         Reply::Status(status, text) => (status, vec![], text, false),
         Reply::WithHeaders(status, headers, text) => (status, headers, text, false),
@@ -117,7 +134,11 @@ async fn serve(mut stream: TcpStream, script: Arc<Mutex<VecDeque<Reply>>>, seen:
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    let bytes = if cut { &text.as_bytes()[..text.len() / 2] } else { text.as_bytes() };
+    let bytes = if cut {
+        &text.as_bytes()[..text.len() / 2]
+    } else {
+        text.as_bytes()
+    };
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(bytes).await;
     let _ = stream.flush().await;
@@ -143,10 +164,14 @@ async fn read_request(stream: &mut TcpStream) -> Option<(String, Option<String>,
     let header = |name: &str| {
         head.lines().find_map(|line| {
             let (k, v) = line.split_once(':')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
         })
     };
-    let length: usize = header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let length: usize = header("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     while buffer.len() < head_end + length {
         let n = stream.read(&mut chunk).await.ok()?;
         if n == 0 {
@@ -154,17 +179,28 @@ async fn read_request(stream: &mut TcpStream) -> Option<(String, Option<String>,
         }
         buffer.extend_from_slice(&chunk[..n]);
     }
-    Some((path, header("authorization"), buffer[head_end..head_end + length].to_vec()))
+    Some((
+        path,
+        header("authorization"),
+        buffer[head_end..head_end + length].to_vec(),
+    ))
 }
 
 /// The dimension of [`Reply::EmbedEcho`]'s vectors.
 pub const ECHO_DIM: usize = 16;
 
 fn echo_embeddings(request: &Value) -> String {
-    let embedder =
-        OfflineEmbedder::new(OfflineConfig { dim: ECHO_DIM, ..OfflineConfig::default() }).unwrap();
-    let texts: Vec<&str> =
-        request["input"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let embedder = OfflineEmbedder::new(OfflineConfig {
+        dim: ECHO_DIM,
+        ..OfflineConfig::default()
+    })
+    .unwrap();
+    let texts: Vec<&str> = request["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
     let vectors = embedder.embed(&texts).unwrap();
     let data: Vec<Value> = vectors
         .into_iter()

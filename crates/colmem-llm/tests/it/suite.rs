@@ -22,14 +22,25 @@ pub fn check_embedder(e: &dyn Embedder) {
         assert_eq!(v.len(), e.dim());
         assert!(v.iter().all(|x| x.is_finite()));
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-3, "vectors are unit length, got {norm}");
+        assert!(
+            (norm - 1.0).abs() < 1e-3,
+            "vectors are unit length, got {norm}"
+        );
     }
     // One at a time, in reverse order: the same vectors.
     for (text, expected) in TEXTS.iter().zip(&batch).rev() {
         let one = e.embed_one(text).unwrap();
         assert_eq!(one.embedder, id);
-        let diff = one.vector.iter().zip(expected).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
-        assert!(diff < 1e-5, "{text:?} differs by {diff} alone and in a batch");
+        let diff = one
+            .vector
+            .iter()
+            .zip(expected)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(
+            diff < 1e-5,
+            "{text:?} differs by {diff} alone and in a batch"
+        );
     }
     // Distinct texts get distinct vectors.
     assert_ne!(batch[0], batch[1]);
