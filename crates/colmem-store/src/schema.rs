@@ -1,0 +1,219 @@
+//! The SQLite schema and its migrations, tracked in the `schema_version` table.
+//!
+//! Migration `i` (1-based) brings a file from version `i - 1` to `i`. Opening an
+//! older file applies the missing ones in one transaction; opening a newer file
+//! is refused, because this build would not know how to keep its invariants.
+
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::error::{Error, Result};
+
+/// The migrations, in order; the schema version of a file is the number applied.
+const MIGRATIONS: &[&str] = &[
+    // 1: fragments, provenance, embeddings, access events, audit, changes, idempotency.
+    r#"
+    CREATE TABLE fragments (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        key           TEXT,
+        content       TEXT NOT NULL,
+        granularity   TEXT NOT NULL,
+        kind          TEXT NOT NULL,
+        scope         TEXT NOT NULL CHECK (scope IN ('agent', 'user', 'group', 'global')),
+        scope_group   TEXT CHECK ((scope = 'group') = (scope_group IS NOT NULL)),
+        valid_from    INTEGER NOT NULL,
+        valid_until   INTEGER CHECK (valid_until IS NULL OR valid_until > valid_from),
+        keywords      TEXT NOT NULL,
+        user          TEXT NOT NULL,
+        created_at    INTEGER NOT NULL,
+        superseded_at INTEGER,
+        superseded_by INTEGER,
+        deleted_at    INTEGER
+    );
+    CREATE INDEX fragments_user ON fragments (user, created_at);
+    CREATE INDEX fragments_group ON fragments (scope_group) WHERE scope_group IS NOT NULL;
+    CREATE INDEX fragments_key ON fragments (key) WHERE key IS NOT NULL;
+
+    CREATE TABLE fragment_agents (
+        fragment INTEGER NOT NULL REFERENCES fragments (id) ON DELETE CASCADE,
+        agent    TEXT NOT NULL,
+        PRIMARY KEY (fragment, agent)
+    ) WITHOUT ROWID;
+    CREATE TABLE fragment_resources (
+        fragment INTEGER NOT NULL REFERENCES fragments (id) ON DELETE CASCADE,
+        resource TEXT NOT NULL,
+        PRIMARY KEY (fragment, resource)
+    ) WITHOUT ROWID;
+    CREATE TABLE fragment_sources (
+        fragment INTEGER PRIMARY KEY REFERENCES fragments (id) ON DELETE CASCADE,
+        session  TEXT,
+        turns    TEXT NOT NULL
+    );
+    CREATE TABLE fragment_parents (
+        fragment INTEGER NOT NULL REFERENCES fragments (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        parent   INTEGER NOT NULL,
+        PRIMARY KEY (fragment, position)
+    ) WITHOUT ROWID;
+
+    CREATE TRIGGER fragments_provenance_immutable
+    BEFORE UPDATE OF user, created_at ON fragments
+    BEGIN SELECT RAISE(ABORT, 'provenance is immutable'); END;
+    CREATE TRIGGER fragment_agents_immutable BEFORE UPDATE ON fragment_agents
+    BEGIN SELECT RAISE(ABORT, 'provenance is immutable'); END;
+    CREATE TRIGGER fragment_resources_immutable BEFORE UPDATE ON fragment_resources
+    BEGIN SELECT RAISE(ABORT, 'provenance is immutable'); END;
+    CREATE TRIGGER fragment_sources_immutable BEFORE UPDATE ON fragment_sources
+    BEGIN SELECT RAISE(ABORT, 'provenance is immutable'); END;
+    CREATE TRIGGER fragment_parents_immutable BEFORE UPDATE ON fragment_parents
+    BEGIN SELECT RAISE(ABORT, 'provenance is immutable'); END;
+
+    CREATE TABLE embeddings (
+        fragment INTEGER PRIMARY KEY REFERENCES fragments (id) ON DELETE CASCADE,
+        embedder TEXT NOT NULL,
+        dim      INTEGER NOT NULL,
+        vector   BLOB NOT NULL CHECK (length(vector) = 4 * dim)
+    );
+
+    CREATE TABLE access_events (
+        seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+        at   INTEGER NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE TRIGGER access_events_append_only_update BEFORE UPDATE ON access_events
+    BEGIN SELECT RAISE(ABORT, 'the access event log is append-only'); END;
+    CREATE TRIGGER access_events_append_only_delete BEFORE DELETE ON access_events
+    BEGIN SELECT RAISE(ABORT, 'the access event log is append-only'); END;
+
+    CREATE TABLE audit (
+        seq   INTEGER PRIMARY KEY,
+        at    INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        prev  BLOB NOT NULL,
+        hash  BLOB NOT NULL
+    );
+    CREATE TABLE audit_anchor (
+        id   INTEGER PRIMARY KEY CHECK (id = 1),
+        seq  INTEGER NOT NULL,
+        hash BLOB NOT NULL
+    );
+    CREATE TABLE audit_head (
+        id   INTEGER PRIMARY KEY CHECK (id = 1),
+        seq  INTEGER NOT NULL,
+        hash BLOB NOT NULL
+    );
+
+    CREATE TABLE changes (
+        seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+        fragment INTEGER NOT NULL,
+        op       TEXT NOT NULL CHECK (op IN ('put', 'meta', 'delete', 'purge'))
+    );
+
+    CREATE TABLE idempotency (
+        key    TEXT PRIMARY KEY,
+        digest BLOB NOT NULL,
+        ids    TEXT NOT NULL
+    );
+    "#,
+    // 2: strategy cards and their typed edges, for ConMem.
+    r#"
+    CREATE TABLE cards (
+        fragment INTEGER PRIMARY KEY REFERENCES fragments (id) ON DELETE CASCADE,
+        sign     TEXT NOT NULL CHECK (sign IN ('positive', 'negative')),
+        fields   TEXT NOT NULL
+    );
+    CREATE TABLE card_edges (
+        src          INTEGER NOT NULL REFERENCES cards (fragment) ON DELETE CASCADE,
+        dst          INTEGER NOT NULL REFERENCES cards (fragment) ON DELETE CASCADE,
+        relation     TEXT NOT NULL CHECK (relation IN ('supports', 'constrains', 'satisfies', 'conflicts')),
+        precondition TEXT CHECK ((relation = 'constrains') = (precondition IS NOT NULL)),
+        weight       REAL NOT NULL,
+        PRIMARY KEY (src, dst, relation)
+    ) WITHOUT ROWID;
+    CREATE INDEX card_edges_dst ON card_edges (dst);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The schema version of an open database (0 for an empty file).
+pub(crate) fn version(conn: &Connection) -> Result<i64> {
+    let has_table: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_table {
+        let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
+        if objects > 0 {
+            return Err(Error::corrupt(
+                "the file is a SQLite database but not a colmem store (no schema_version table)",
+            ));
+        }
+        return Ok(0);
+    }
+    let version: Option<i64> = conn
+        .query_row("SELECT max(version) FROM schema_version", [], |row| row.get(0))
+        .optional()?
+        .flatten();
+    Ok(version.unwrap_or(0))
+}
+
+/// Brings the database up to `target` (at most [`SCHEMA_VERSION`]) in one transaction.
+pub(crate) fn migrate_to(conn: &mut Connection, target: i64, now_ms: i64) -> Result<i64> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let found = version(&tx)?;
+    if found > SCHEMA_VERSION {
+        return Err(Error::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found == 0 {
+        tx.execute_batch(
+            "CREATE TABLE IF NOT EXISTS schema_version (
+                 version    INTEGER PRIMARY KEY,
+                 applied_at INTEGER NOT NULL
+             )",
+        )?;
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate() {
+        let v = index as i64 + 1;
+        if v <= found || v > target {
+            continue;
+        }
+        tx.execute_batch(sql)?;
+        tx.execute(
+            "INSERT INTO schema_version (version, applied_at) VALUES (?1, ?2)",
+            (v, now_ms),
+        )?;
+    }
+    tx.commit()?;
+    Ok(target.max(found))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_database_reaches_the_latest_version() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        assert_eq!(version(&conn).unwrap(), 0);
+        migrate_to(&mut conn, SCHEMA_VERSION, 0).unwrap();
+        assert_eq!(version(&conn).unwrap(), SCHEMA_VERSION);
+        // Idempotent: a second run applies nothing.
+        migrate_to(&mut conn, SCHEMA_VERSION, 0).unwrap();
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM schema_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn a_foreign_database_is_not_taken_for_an_empty_store() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE other (x)").unwrap();
+        assert!(matches!(version(&conn), Err(Error::Corrupt { .. })));
+    }
+}

@@ -1,0 +1,1243 @@
+//! [`SqliteStore`]: the [`FragmentStore`] on one SQLite file (or in memory).
+//!
+//! One writer connection and a small pool of reader connections, each behind a
+//! mutex, so the store is `Send + Sync` and readers never wait for the writer
+//! (WAL). Every write is one `BEGIN IMMEDIATE` transaction; "busy" and "locked"
+//! answers are retried with jittered exponential backoff up to
+//! [`StoreConfig::busy_deadline`], then reported as [`Error::Busy`].
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use colmem_core::{
+    AccessEvent, AgentId, AuditEntry, AuditEvent, CardEdge, CardFields, Change, ChangeFeed,
+    ChangeOp, Clock, Digest, Embedding, FeedError, Fragment, FragmentId, Granularity,
+    NewFragment, ReadFilter, StoredFragment, SystemClock, Timestamp, UserId, Validity,
+};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+    params_from_iter,
+};
+
+use crate::audit::{AuditStatus, ChainCheck};
+use crate::codec::{
+    self, FRAGMENT_COLUMNS, FRAGMENT_FROM, fragment_from_row, fragment_id, id_param, json, ts,
+};
+use crate::error::{Error, Result};
+use crate::read_sql::{Sql, push_order_limit, push_where};
+use crate::schema::{self, SCHEMA_VERSION};
+use crate::store::{
+    CardRecord, CardWrite, Delete, FragmentStore, Interaction, ListQuery, Purge, ReadRecord,
+    Supersede, VisibilityRecord, WriteReceipt,
+};
+
+/// Whether a store may change its file.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Mode {
+    /// Reads and writes; creates and upgrades the file.
+    #[default]
+    ReadWrite,
+    /// Reads only (SQLite `mode=ro`); every write returns [`Error::ReadOnly`].
+    ReadOnly,
+}
+
+/// How hard SQLite pushes each commit to disk.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Synchronous {
+    /// WAL `synchronous=NORMAL`: a process crash loses nothing committed; a power
+    /// cut may roll back the last commits, never corrupt the file.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every commit survives a power cut too, at a cost per commit.
+    Full,
+}
+
+/// How a [`SqliteStore`] behaves.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    /// The largest text value (content, key, keywords, card fields, embedding bytes), in bytes.
+    pub max_value_bytes: usize,
+    /// How long to keep retrying while the database is busy before [`Error::Busy`].
+    pub busy_deadline: Duration,
+    /// A cap on the database size in pages (`PRAGMA max_page_count`); past it, writes fail with [`Error::Full`].
+    pub max_pages: Option<u64>,
+    /// Read-write or read-only.
+    pub mode: Mode,
+    /// Reader connections kept open for reuse (more are opened under load).
+    pub readers: usize,
+    /// Commit durability.
+    pub synchronous: Synchronous,
+    /// The clock that stamps record times (`superseded_at`, `deleted_at`, audit times).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            max_value_bytes: 64 * 1024,
+            busy_deadline: Duration::from_secs(10),
+            max_pages: None,
+            mode: Mode::ReadWrite,
+            readers: 4,
+            synchronous: Synchronous::Normal,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Location {
+    File(PathBuf),
+    Memory,
+}
+
+/// The SQLite fragment store. See the [module docs](self).
+pub struct SqliteStore {
+    location: Location,
+    config: StoreConfig,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+    jitter: RandomState,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("location", &self.location)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The SQLite page size is 4096 and a file starts with this magic string.
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// How long SQLite itself waits on a lock before the store's own backoff takes over.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_millis(25);
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock dropped the open transaction, which rolled back.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A busy answer, for states SQLite reports in a result row rather than an error.
+fn busy() -> Error {
+    Error::Sqlite(rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+        Some("checkpoint blocked by a reader".to_owned()),
+    ))
+}
+
+fn ro_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?mode=ro");
+    uri
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed, upgrading if older) the store at `path`.
+    ///
+    /// A file that is not a SQLite database is refused untouched; a file from a
+    /// newer colmem gives [`Error::SchemaTooNew`].
+    pub fn open(path: impl AsRef<Path>, config: StoreConfig) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        check_header(&path)?;
+        Self::open_at(Location::File(path), config)
+    }
+
+    /// A fresh store in memory: one connection, nothing on disk.
+    pub fn open_in_memory(config: StoreConfig) -> Result<Self> {
+        Self::open_at(Location::Memory, config)
+    }
+
+    fn open_at(location: Location, config: StoreConfig) -> Result<Self> {
+        let store = SqliteStore {
+            writer: Mutex::new(open_connection(&location, &config)?),
+            readers: Mutex::new(Vec::new()),
+            location,
+            config,
+            jitter: RandomState::new(),
+        };
+        let found = store.retry(|| schema::version(&lock(&store.writer)))?;
+        if found > SCHEMA_VERSION {
+            return Err(Error::SchemaTooNew {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found < SCHEMA_VERSION {
+            if store.config.mode == Mode::ReadOnly {
+                return Err(Error::SchemaTooOld {
+                    found,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            let now = ts(store.config.clock.now());
+            store.retry(|| schema::migrate_to(&mut lock(&store.writer), SCHEMA_VERSION, now))?;
+        }
+        Ok(store)
+    }
+
+    /// The file, or `None` in memory.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.location {
+            Location::File(path) => Some(path),
+            Location::Memory => None,
+        }
+    }
+
+    /// The schema version of the open file.
+    pub fn schema_version(&self) -> Result<i64> {
+        self.read(schema::version)
+    }
+
+    /// Runs `PRAGMA integrity_check`; a damaged file gives [`Error::Corrupt`].
+    pub fn integrity_check(&self) -> Result<()> {
+        let report: Vec<String> = self.read(|conn| {
+            let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+            let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })?;
+        if report == ["ok"] {
+            Ok(())
+        } else {
+            Err(Error::corrupt(report.join("; ")))
+        }
+    }
+
+    /// Copies the write-ahead log into the database file and truncates it
+    /// (`wal_checkpoint(TRUNCATE)`), retrying while readers block it.
+    pub fn checkpoint(&self) -> Result<()> {
+        if matches!(self.location, Location::Memory) || self.config.mode == Mode::ReadOnly {
+            return Ok(());
+        }
+        self.retry(|| {
+            let conn = lock(&self.writer);
+            let blocked: i64 =
+                conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))?;
+            if blocked != 0 { Err(busy()) } else { Ok(()) }
+        })
+    }
+
+    /// Runs `op` again while SQLite answers busy or locked, with jittered
+    /// exponential backoff, until the deadline.
+    fn retry<T>(&self, mut op: impl FnMut() -> Result<T>) -> Result<T> {
+        let start = Instant::now();
+        let mut backoff = Duration::from_millis(1);
+        let mut attempt: u64 = 0;
+        loop {
+            match op() {
+                Err(e) if e.is_busy() => {
+                    let waited = start.elapsed();
+                    if waited >= self.config.busy_deadline {
+                        return Err(Error::Busy { waited });
+                    }
+                    attempt += 1;
+                    let jitter_us = self.jitter.hash_one(attempt) % (backoff.as_micros() as u64 + 1);
+                    let pause = (backoff + Duration::from_micros(jitter_us))
+                        .min(self.config.busy_deadline.saturating_sub(waited));
+                    std::thread::sleep(pause);
+                    backoff = (backoff * 2).min(Duration::from_millis(50));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction with the store's "now".
+    fn write_tx<T>(&self, mut body: impl FnMut(&Transaction<'_>, Timestamp) -> Result<T>) -> Result<T> {
+        if self.config.mode == Mode::ReadOnly {
+            return Err(Error::ReadOnly);
+        }
+        self.retry(|| {
+            let mut conn = lock(&self.writer);
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = self.config.clock.now();
+            let out = body(&tx, now)?;
+            tx.commit()?;
+            Ok(out)
+        })
+    }
+
+    /// Runs `body` on a reader connection (the writer's, in memory).
+    fn read<T>(&self, mut body: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
+        self.retry(|| match &self.location {
+            Location::Memory => body(&lock(&self.writer)),
+            Location::File(_) => {
+                let idle = lock(&self.readers).pop();
+                let conn = match idle {
+                    Some(conn) => conn,
+                    None => open_connection(&self.location, &self.config)?,
+                };
+                let out = body(&conn);
+                let mut pool = lock(&self.readers);
+                if pool.len() < self.config.readers {
+                    pool.push(conn);
+                }
+                out
+            }
+        })
+    }
+
+    fn check_len(&self, what: &'static str, len: usize) -> Result<()> {
+        if len > self.config.max_value_bytes {
+            return Err(Error::TooLarge {
+                what,
+                len,
+                limit: self.config.max_value_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_fragment(&self, f: &NewFragment) -> Result<()> {
+        self.check_len("content", f.content.len())?;
+        self.check_len("key", f.key.as_ref().map_or(0, String::len))?;
+        self.check_len("keywords", f.keywords.iter().map(String::len).sum())?;
+        self.check_len(
+            "source turns",
+            f.provenance.source.turns.iter().map(String::len).sum::<usize>()
+                + f.provenance.source.session.as_ref().map_or(0, String::len),
+        )?;
+        if let Some(e) = &f.embedding {
+            self.check_len("embedding", e.vector.len() * 4)?;
+            if e.vector.is_empty() || e.embedder.is_empty() {
+                return Err(Error::InvalidInput(
+                    "an embedding needs a non-empty vector and an embedder id".to_owned(),
+                ));
+            }
+            if e.vector.iter().any(|x| !x.is_finite()) {
+                return Err(Error::InvalidInput(
+                    "an embedding must hold finite numbers only".to_owned(),
+                ));
+            }
+        }
+        if f.provenance.source.parents.iter().any(|p| i64::try_from(p.0).is_err()) {
+            return Err(Error::InvalidInput("a parent fragment id is out of range".to_owned()));
+        }
+        Ok(())
+    }
+
+    fn write_items(
+        &self,
+        user: UserId,
+        agent: AgentId,
+        items: &[(&NewFragment, Option<&CardFields>)],
+        key: Option<&str>,
+    ) -> Result<WriteReceipt> {
+        if items.is_empty() {
+            return Err(Error::InvalidInput(
+                "an interaction needs at least one fragment".to_owned(),
+            ));
+        }
+        let mut cards = Vec::with_capacity(items.len());
+        for (fragment, card) in items {
+            self.check_fragment(fragment)?;
+            let card_json = match card {
+                Some(fields) => {
+                    let text = json(fields)?;
+                    self.check_len("card fields", text.len())?;
+                    Some(text)
+                }
+                None => None,
+            };
+            cards.push(card_json);
+        }
+        if let Some(key) = key {
+            self.check_len("idempotency key", key.len())?;
+        }
+        let digest = batch_digest(user, agent, items, &cards);
+        self.write_tx(|tx, now| {
+            if let Some(key) = key {
+                let seen: Option<(Vec<u8>, String)> = tx
+                    .prepare_cached("SELECT digest, ids FROM idempotency WHERE key = ?1")?
+                    .query_row([key], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()?;
+                if let Some((seen_digest, ids)) = seen {
+                    if seen_digest != digest.0 {
+                        return Err(Error::IdempotencyConflict {
+                            key: key.to_owned(),
+                        });
+                    }
+                    let ids: Vec<u64> = codec::from_json("idempotency ids", &ids)?;
+                    return Ok(WriteReceipt {
+                        ids: ids.into_iter().map(FragmentId).collect(),
+                        replayed: true,
+                    });
+                }
+            }
+            let mut ids = Vec::with_capacity(items.len());
+            let mut audited = Vec::with_capacity(items.len());
+            for ((fragment, fields), text) in items.iter().zip(&cards) {
+                let id = insert_fragment(tx, fragment)?;
+                if let (Some(fields), Some(text)) = (fields, text) {
+                    insert_card(tx, id, fields, text)?;
+                }
+                ids.push(id);
+                audited.push((id, Digest::of_text(&fragment.content)));
+            }
+            append_audit_tx(
+                tx,
+                now,
+                &AuditEvent::Write {
+                    user,
+                    agent,
+                    fragments: audited,
+                },
+            )?;
+            if let Some(key) = key {
+                let raw: Vec<u64> = ids.iter().map(|id| id.0).collect();
+                tx.prepare_cached("INSERT INTO idempotency (key, digest, ids) VALUES (?1, ?2, ?3)")?
+                    .execute(params![key, digest.0.as_slice(), json(&raw)?])?;
+            }
+            Ok(WriteReceipt {
+                ids,
+                replayed: false,
+            })
+        })
+    }
+}
+
+/// Refuses a non-empty file that does not start like a SQLite database, without opening it.
+fn check_header(path: &Path) -> Result<()> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(Error::CannotOpen {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            });
+        }
+    };
+    let mut header = Vec::with_capacity(16);
+    file.by_ref()
+        .take(16)
+        .read_to_end(&mut header)
+        .map_err(|e| Error::CannotOpen {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+    if header.is_empty() || header == SQLITE_MAGIC {
+        Ok(())
+    } else {
+        Err(Error::NotADatabase {
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+fn open_connection(location: &Location, config: &StoreConfig) -> Result<Connection> {
+    let conn = match (location, config.mode) {
+        (Location::Memory, _) => Connection::open_in_memory()?,
+        (Location::File(path), mode) => {
+            let opened = match mode {
+                Mode::ReadWrite => Connection::open_with_flags(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_WRITE
+                        | OpenFlags::SQLITE_OPEN_CREATE
+                        | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                ),
+                Mode::ReadOnly => Connection::open_with_flags(
+                    ro_uri(path),
+                    OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | OpenFlags::SQLITE_OPEN_URI
+                        | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                ),
+            };
+            opened.map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::NotADatabase) => Error::NotADatabase { path: path.clone() },
+                _ => Error::CannotOpen {
+                    path: path.clone(),
+                    detail: e.to_string(),
+                },
+            })?
+        }
+    };
+    let not_a_database = |e: rusqlite::Error| match (e.sqlite_error_code(), location) {
+        (Some(rusqlite::ErrorCode::NotADatabase), Location::File(path)) => {
+            Error::NotADatabase { path: path.clone() }
+        }
+        _ => Error::from(e),
+    };
+    conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(not_a_database)?;
+    conn.pragma_update(None, "secure_delete", true)
+        .map_err(not_a_database)?;
+    if let (Location::File(_), Mode::ReadWrite) = (location, config.mode) {
+        let journal: String = conn
+            .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
+            .map_err(not_a_database)?;
+        if !journal.eq_ignore_ascii_case("wal") {
+            return Err(Error::Sqlite(rusqlite::Error::InvalidParameterName(format!(
+                "journal_mode stayed {journal}"
+            ))));
+        }
+        let sync = match config.synchronous {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        };
+        conn.pragma_update(None, "synchronous", sync)?;
+    }
+    if let Some(max) = config.max_pages {
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        conn.pragma_update(None, "max_page_count", max)?;
+    }
+    Ok(conn)
+}
+
+/// A digest of everything a write would store, to recognise a replay.
+fn batch_digest(
+    user: UserId,
+    agent: AgentId,
+    items: &[(&NewFragment, Option<&CardFields>)],
+    cards: &[Option<String>],
+) -> Digest {
+    let mut h = blake3::Hasher::new();
+    let mut field = |bytes: &[u8]| {
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(user.as_str().as_bytes());
+    field(agent.as_str().as_bytes());
+    for ((f, _), card) in items.iter().zip(cards) {
+        field(f.key.as_deref().unwrap_or("\u{0}").as_bytes());
+        field(f.content.as_bytes());
+        field(f.granularity.as_str().as_bytes());
+        field(f.kind.as_str().as_bytes());
+        field(f.scope.to_string().as_bytes());
+        field(&ts(f.provenance.created_at).to_le_bytes());
+        field(f.provenance.user.as_str().as_bytes());
+        for a in &f.provenance.agents {
+            field(a.as_str().as_bytes());
+        }
+        field(b"|");
+        for r in &f.provenance.resources {
+            field(r.as_str().as_bytes());
+        }
+        field(b"|");
+        field(&ts(f.validity.from()).to_le_bytes());
+        field(&f.validity.until().map_or(i64::MIN, ts).to_le_bytes());
+        for k in &f.keywords {
+            field(k.as_bytes());
+        }
+        field(b"|");
+        if let Some(e) = &f.embedding {
+            field(e.embedder.as_bytes());
+            field(&codec::vector_blob(&e.vector));
+        }
+        field(card.as_deref().unwrap_or("").as_bytes());
+    }
+    Digest(*h.finalize().as_bytes())
+}
+
+fn insert_fragment(tx: &Transaction<'_>, f: &NewFragment) -> Result<FragmentId> {
+    let (scope, group) = codec::scope_columns(f.scope);
+    tx.prepare_cached(
+        "INSERT INTO fragments (key, content, granularity, kind, scope, scope_group, \
+         valid_from, valid_until, keywords, user, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        f.key,
+        f.content,
+        f.granularity.as_str(),
+        f.kind.as_str(),
+        scope,
+        group,
+        ts(f.validity.from()),
+        f.validity.until().map(ts),
+        json(&f.keywords)?,
+        f.provenance.user.as_str(),
+        ts(f.provenance.created_at),
+    ])?;
+    let raw = tx.last_insert_rowid();
+    let id = fragment_id(raw)?;
+    {
+        let mut stmt =
+            tx.prepare_cached("INSERT INTO fragment_agents (fragment, agent) VALUES (?1, ?2)")?;
+        for agent in &f.provenance.agents {
+            stmt.execute(params![raw, agent.as_str()])?;
+        }
+    }
+    {
+        let mut stmt = tx
+            .prepare_cached("INSERT INTO fragment_resources (fragment, resource) VALUES (?1, ?2)")?;
+        for resource in &f.provenance.resources {
+            stmt.execute(params![raw, resource.as_str()])?;
+        }
+    }
+    let source = &f.provenance.source;
+    if source.session.is_some() || !source.turns.is_empty() {
+        tx.prepare_cached(
+            "INSERT INTO fragment_sources (fragment, session, turns) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![raw, source.session, json(&source.turns)?])?;
+    }
+    if !source.parents.is_empty() {
+        let mut stmt = tx.prepare_cached(
+            "INSERT INTO fragment_parents (fragment, position, parent) VALUES (?1, ?2, ?3)",
+        )?;
+        for (position, parent) in source.parents.iter().enumerate() {
+            stmt.execute(params![raw, position as i64, id_param(*parent)?])?;
+        }
+    }
+    if let Some(e) = &f.embedding {
+        tx.prepare_cached(
+            "INSERT INTO embeddings (fragment, embedder, dim, vector) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![
+            raw,
+            e.embedder,
+            e.vector.len() as i64,
+            codec::vector_blob(&e.vector)
+        ])?;
+    }
+    record_change(tx, id, ChangeOp::Put)?;
+    Ok(id)
+}
+
+fn insert_card(tx: &Transaction<'_>, id: FragmentId, fields: &CardFields, text: &str) -> Result<()> {
+    tx.prepare_cached("INSERT INTO cards (fragment, sign, fields) VALUES (?1, ?2, ?3)")?
+        .execute(params![id_param(id)?, fields.sign.as_str(), text])?;
+    Ok(())
+}
+
+fn op_str(op: ChangeOp) -> &'static str {
+    match op {
+        ChangeOp::Put => "put",
+        ChangeOp::Meta => "meta",
+        ChangeOp::Delete => "delete",
+        ChangeOp::Purge => "purge",
+    }
+}
+
+fn op_from_str(s: &str) -> Result<ChangeOp> {
+    Ok(match s {
+        "put" => ChangeOp::Put,
+        "meta" => ChangeOp::Meta,
+        "delete" => ChangeOp::Delete,
+        "purge" => ChangeOp::Purge,
+        other => return Err(Error::corrupt(format!("unknown change op {other:?}"))),
+    })
+}
+
+fn record_change(tx: &Transaction<'_>, id: FragmentId, op: ChangeOp) -> Result<()> {
+    tx.prepare_cached("INSERT INTO changes (fragment, op) VALUES (?1, ?2)")?
+        .execute(params![id_param(id)?, op_str(op)])?;
+    Ok(())
+}
+
+fn digest_from_blob(blob: &[u8]) -> Option<Digest> {
+    <[u8; 32]>::try_from(blob).ok().map(Digest)
+}
+
+/// Reads a `(seq, hash)` row of `audit_head` or `audit_anchor`; `(0, zeros)` if absent.
+fn chain_point(conn: &Connection, table: &str) -> Result<(u64, Digest)> {
+    let row: Option<(i64, Vec<u8>)> = conn
+        .prepare_cached(&format!("SELECT seq, hash FROM {table} WHERE id = 1"))?
+        .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    match row {
+        None => Ok((0, Digest::default())),
+        Some((seq, hash)) => {
+            let seq = u64::try_from(seq).map_err(|_| Error::corrupt("negative audit seq"))?;
+            let hash = digest_from_blob(&hash).ok_or_else(|| Error::corrupt("bad audit hash"))?;
+            Ok((seq, hash))
+        }
+    }
+}
+
+fn append_audit_tx(tx: &Transaction<'_>, at: Timestamp, event: &AuditEvent) -> Result<AuditEntry> {
+    let (seq, prev) = chain_point(tx, "audit_head")?;
+    let entry = AuditEntry::chain(prev, seq + 1, at, event.clone());
+    let seq = i64::try_from(entry.seq).map_err(|_| Error::corrupt("audit seq overflow"))?;
+    tx.prepare_cached("INSERT INTO audit (seq, at, event, prev, hash) VALUES (?1, ?2, ?3, ?4, ?5)")?
+        .execute(params![
+            seq,
+            ts(at),
+            json(&entry.event)?,
+            entry.prev.0.as_slice(),
+            entry.hash.0.as_slice()
+        ])?;
+    tx.prepare_cached(
+        "INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2) \
+         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+    )?
+    .execute(params![seq, entry.hash.0.as_slice()])?;
+    Ok(entry)
+}
+
+/// An audit entry from `(seq, at, event, prev, hash)`; `Err(seq)` if it does not decode.
+fn audit_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<AuditEntry, u64>> {
+    let seq: i64 = row.get(0)?;
+    let useq = u64::try_from(seq).unwrap_or(0);
+    let at: i64 = row.get(1)?;
+    let event: String = row.get(2)?;
+    let prev: Vec<u8> = row.get(3)?;
+    let hash: Vec<u8> = row.get(4)?;
+    let decoded = (|| {
+        Some(AuditEntry {
+            seq: u64::try_from(seq).ok()?,
+            at: Timestamp::from_millis(at),
+            event: serde_json::from_str(&event).ok()?,
+            prev: digest_from_blob(&prev)?,
+            hash: digest_from_blob(&hash)?,
+        })
+    })();
+    Ok(decoded.ok_or(useq))
+}
+
+/// The state columns of one fragment: `(valid_from, valid_until, superseded_at, deleted_at)`.
+type FragmentState = (i64, Option<i64>, Option<i64>, Option<i64>);
+
+fn fragment_state(tx: &Transaction<'_>, id: FragmentId) -> Result<FragmentState> {
+    tx.prepare_cached(
+        "SELECT valid_from, valid_until, superseded_at, deleted_at FROM fragments WHERE id = ?1",
+    )?
+    .query_row([id_param(id)?], |row| {
+        Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+    })
+    .optional()?
+    .ok_or(Error::NotFound { id })
+}
+
+fn get_on(conn: &Connection, id: FragmentId) -> Result<Fragment> {
+    let sql = format!("SELECT {FRAGMENT_COLUMNS} FROM {FRAGMENT_FROM} WHERE f.id = ?1");
+    conn.prepare_cached(&sql)?
+        .query_row([id_param(id)?], |row| Ok(fragment_from_row(row)))
+        .optional()?
+        .ok_or(Error::NotFound { id })?
+}
+
+fn embedding_on(conn: &Connection, id: FragmentId) -> Result<Option<Embedding>> {
+    let row: Option<(String, Vec<u8>)> = conn
+        .prepare_cached("SELECT embedder, vector FROM embeddings WHERE fragment = ?1")?
+        .query_row([id_param(id)?], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    row.map(|(embedder, blob)| codec::embedding_from_columns(embedder, &blob))
+        .transpose()
+}
+
+fn card_from_row(row: &rusqlite::Row<'_>) -> Result<CardRecord> {
+    let fragment = fragment_from_row(row)?;
+    let fields = codec::card_fields(&row.get::<_, String>(20)?)?;
+    Ok(CardRecord { fragment, fields })
+}
+
+impl FragmentStore for SqliteStore {
+    fn write(&self, interaction: &Interaction) -> Result<WriteReceipt> {
+        if interaction
+            .fragments
+            .iter()
+            .any(|f| f.granularity == Granularity::Card)
+        {
+            return Err(Error::InvalidInput(
+                "a card needs its fields: write it with write_card".to_owned(),
+            ));
+        }
+        let items: Vec<_> = interaction.fragments.iter().map(|f| (f, None)).collect();
+        self.write_items(
+            interaction.user,
+            interaction.agent,
+            &items,
+            interaction.idempotency_key.as_deref(),
+        )
+    }
+
+    fn write_card(&self, card: &CardWrite) -> Result<WriteReceipt> {
+        if card.fragment.granularity != Granularity::Card {
+            return Err(Error::InvalidInput(
+                "a card's fragment must have granularity card".to_owned(),
+            ));
+        }
+        self.write_items(
+            card.user,
+            card.agent,
+            &[(&card.fragment, Some(&card.fields))],
+            card.idempotency_key.as_deref(),
+        )
+    }
+
+    fn get(&self, id: FragmentId) -> Result<Fragment> {
+        self.read(|conn| get_on(conn, id))
+    }
+
+    fn embedding(&self, id: FragmentId) -> Result<Option<Embedding>> {
+        self.read(|conn| {
+            let exists: bool = conn
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM fragments WHERE id = ?1)")?
+                .query_row([id_param(id)?], |row| row.get(0))?;
+            if !exists {
+                return Err(Error::NotFound { id });
+            }
+            embedding_on(conn, id)
+        })
+    }
+
+    fn list(&self, filter: &ReadFilter, query: &ListQuery) -> Result<Vec<Fragment>> {
+        let mut sql = Sql {
+            text: format!("SELECT {FRAGMENT_COLUMNS} FROM {FRAGMENT_FROM} WHERE "),
+            params: Vec::new(),
+        };
+        push_where(&mut sql, filter, query)?;
+        push_order_limit(&mut sql, query);
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql.text)?;
+            let rows = stmt.query_map(params_from_iter(sql.params.iter()), |row| {
+                Ok(fragment_from_row(row))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
+    }
+
+    fn count(&self, filter: &ReadFilter, query: &ListQuery) -> Result<u64> {
+        let mut sql = Sql {
+            text: "SELECT count(*) FROM fragments f WHERE ".to_owned(),
+            params: Vec::new(),
+        };
+        push_where(&mut sql, filter, query)?;
+        self.read(|conn| {
+            let n: i64 = conn
+                .prepare_cached(&sql.text)?
+                .query_row(params_from_iter(sql.params.iter()), |row| row.get(0))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+    }
+
+    fn supersede(&self, request: &Supersede) -> Result<FragmentId> {
+        if request.new.granularity == Granularity::Card {
+            return Err(Error::InvalidInput(
+                "cards are replaced with write_card, not superseded".to_owned(),
+            ));
+        }
+        self.check_fragment(&request.new)?;
+        self.write_tx(|tx, now| {
+            let (from, until, superseded, deleted) = fragment_state(tx, request.old)?;
+            if deleted.is_some() {
+                return Err(Error::NotCurrent {
+                    id: request.old,
+                    state: "deleted",
+                });
+            }
+            if superseded.is_some() {
+                return Err(Error::NotCurrent {
+                    id: request.old,
+                    state: "superseded",
+                });
+            }
+            let old_validity =
+                Validity::new(Timestamp::from_millis(from), until.map(Timestamp::from_millis))
+                    .map_err(|e| Error::corrupt(e.to_string()))?;
+            // A new version that starts no later than the old one corrects it
+            // rather than ending it in world time: the old interval is kept.
+            let closed = old_validity
+                .closed_at(request.new.validity.from())
+                .unwrap_or(old_validity);
+            let new_id = insert_fragment(tx, &request.new)?;
+            tx.prepare_cached(
+                "UPDATE fragments SET valid_until = ?1, superseded_at = ?2, superseded_by = ?3 \
+                 WHERE id = ?4",
+            )?
+            .execute(params![
+                closed.until().map(ts),
+                ts(now),
+                id_param(new_id)?,
+                id_param(request.old)?
+            ])?;
+            record_change(tx, request.old, ChangeOp::Meta)?;
+            append_audit_tx(
+                tx,
+                now,
+                &AuditEvent::Write {
+                    user: request.user,
+                    agent: request.agent,
+                    fragments: vec![(new_id, Digest::of_text(&request.new.content))],
+                },
+            )?;
+            append_audit_tx(
+                tx,
+                now,
+                &AuditEvent::Update {
+                    user: request.user,
+                    agent: request.agent,
+                    old: request.old,
+                    new: new_id,
+                },
+            )?;
+            Ok(new_id)
+        })
+    }
+
+    fn delete(&self, request: &Delete) -> Result<()> {
+        self.write_tx(|tx, now| {
+            let (_, _, _, deleted) = fragment_state(tx, request.fragment)?;
+            if deleted.is_some() {
+                return Err(Error::NotCurrent {
+                    id: request.fragment,
+                    state: "deleted",
+                });
+            }
+            tx.prepare_cached("UPDATE fragments SET deleted_at = ?1 WHERE id = ?2")?
+                .execute(params![ts(now), id_param(request.fragment)?])?;
+            record_change(tx, request.fragment, ChangeOp::Delete)?;
+            append_audit_tx(
+                tx,
+                now,
+                &AuditEvent::Delete {
+                    user: request.user,
+                    agent: request.agent,
+                    fragment: request.fragment,
+                },
+            )?;
+            Ok(())
+        })
+    }
+
+    fn purge(&self, request: &Purge) -> Result<()> {
+        if request.admin.is_empty() {
+            return Err(Error::InvalidInput(
+                "a purge needs the administrator's name for the audit log".to_owned(),
+            ));
+        }
+        self.check_len("admin name", request.admin.len())?;
+        self.write_tx(|tx, now| {
+            fragment_state(tx, request.fragment)?;
+            tx.prepare_cached("DELETE FROM fragments WHERE id = ?1")?
+                .execute([id_param(request.fragment)?])?;
+            record_change(tx, request.fragment, ChangeOp::Purge)?;
+            append_audit_tx(
+                tx,
+                now,
+                &AuditEvent::Purge {
+                    admin: request.admin.clone(),
+                    fragment: request.fragment,
+                },
+            )?;
+            Ok(())
+        })?;
+        // secure_delete zeroed the freed space; the checkpoint moves those pages
+        // into the file and empties the log, which still held the old text.
+        self.checkpoint()
+    }
+
+    fn append_access_event(&self, event: &AccessEvent) -> Result<u64> {
+        let body = json(event)?;
+        self.write_tx(|tx, now| {
+            let last: Option<i64> = tx
+                .prepare_cached("SELECT at FROM access_events ORDER BY seq DESC LIMIT 1")?
+                .query_row([], |row| row.get(0))
+                .optional()?;
+            if let Some(last) = last {
+                if ts(event.at) < last {
+                    return Err(Error::EventOutOfOrder {
+                        at: event.at,
+                        last: Timestamp::from_millis(last),
+                    });
+                }
+            }
+            tx.prepare_cached("INSERT INTO access_events (at, body) VALUES (?1, ?2)")?
+                .execute(params![ts(event.at), body])?;
+            let seq = u64::try_from(tx.last_insert_rowid()).unwrap_or(0);
+            append_audit_tx(tx, now, &AuditEvent::Access { event: *event })?;
+            Ok(seq)
+        })
+    }
+
+    fn access_events(&self) -> Result<Vec<AccessEvent>> {
+        self.read(|conn| access_events_until(conn, i64::MAX))
+    }
+
+    fn visibility_at(&self, id: FragmentId, at: Timestamp) -> Result<VisibilityRecord> {
+        self.read(|conn| {
+            let tx = conn.unchecked_transaction()?;
+            let meta = get_on(&tx, id)?.meta();
+            let events = access_events_until(&tx, ts(at))?;
+            Ok(VisibilityRecord { at, meta, events })
+        })
+    }
+
+    fn append_audit(&self, event: &AuditEvent) -> Result<AuditEntry> {
+        self.write_tx(|tx, now| append_audit_tx(tx, now, event))
+    }
+
+    fn record_reads(&self, reads: &[ReadRecord]) -> Result<()> {
+        if reads.is_empty() {
+            return Ok(());
+        }
+        self.write_tx(|tx, now| {
+            for read in reads {
+                append_audit_tx(
+                    tx,
+                    now,
+                    &AuditEvent::Read {
+                        user: read.user,
+                        agent: read.agent,
+                        returned: read.returned.clone(),
+                    },
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn audit_entries(&self, after: u64, limit: usize) -> Result<Vec<AuditEntry>> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, at, event, prev, hash FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![after, limit], audit_from_row)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row?.map_err(|seq| Error::corrupt(format!("audit entry {seq} does not decode")))?);
+            }
+            Ok(out)
+        })
+    }
+
+    fn verify_audit(&self) -> Result<AuditStatus> {
+        self.read(|conn| {
+            let tx = conn.unchecked_transaction()?;
+            let anchor = chain_point(&tx, "audit_anchor")?;
+            let head = chain_point(&tx, "audit_head")?;
+            let mut check = ChainCheck::new(anchor);
+            let mut stmt = tx.prepare("SELECT seq, at, event, prev, hash FROM audit ORDER BY seq")?;
+            let rows = stmt.query_map([], audit_from_row)?;
+            for row in rows {
+                if let Err(status) = check.push(row?) {
+                    return Ok(status);
+                }
+            }
+            Ok(check.finish(head))
+        })
+    }
+
+    fn archive_audit(&self, up_to: u64) -> Result<Vec<AuditEntry>> {
+        let up_to = i64::try_from(up_to).unwrap_or(i64::MAX);
+        self.write_tx(|tx, _| {
+            let mut entries = Vec::new();
+            {
+                let mut stmt = tx.prepare(
+                    "SELECT seq, at, event, prev, hash FROM audit WHERE seq <= ?1 ORDER BY seq",
+                )?;
+                let rows = stmt.query_map([up_to], audit_from_row)?;
+                for row in rows {
+                    entries.push(row?.map_err(|seq| {
+                        Error::corrupt(format!("audit entry {seq} does not decode"))
+                    })?);
+                }
+            }
+            if let Some(last) = entries.last() {
+                let seq = i64::try_from(last.seq).map_err(|_| Error::corrupt("audit seq overflow"))?;
+                tx.execute("DELETE FROM audit WHERE seq <= ?1", [seq])?;
+                tx.execute(
+                    "INSERT INTO audit_anchor (id, seq, hash) VALUES (1, ?1, ?2) \
+                     ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+                    params![seq, last.hash.0.as_slice()],
+                )?;
+            }
+            Ok(entries)
+        })
+    }
+
+    fn card(&self, id: FragmentId) -> Result<CardRecord> {
+        let sql = format!(
+            "SELECT {FRAGMENT_COLUMNS}, c.fields FROM {FRAGMENT_FROM} \
+             JOIN cards c ON c.fragment = f.id WHERE f.id = ?1"
+        );
+        self.read(|conn| {
+            conn.prepare_cached(&sql)?
+                .query_row([id_param(id)?], |row| Ok(card_from_row(row)))
+                .optional()?
+                .ok_or(Error::NotFound { id })?
+        })
+    }
+
+    fn list_cards(&self, filter: &ReadFilter, query: &ListQuery) -> Result<Vec<CardRecord>> {
+        let mut sql = Sql {
+            text: format!(
+                "SELECT {FRAGMENT_COLUMNS}, c.fields FROM {FRAGMENT_FROM} \
+                 JOIN cards c ON c.fragment = f.id WHERE "
+            ),
+            params: Vec::new(),
+        };
+        push_where(&mut sql, filter, query)?;
+        push_order_limit(&mut sql, query);
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql.text)?;
+            let rows =
+                stmt.query_map(params_from_iter(sql.params.iter()), |row| Ok(card_from_row(row)))?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
+    }
+
+    fn put_card_edge(&self, edge: &CardEdge) -> Result<()> {
+        if !(edge.weight.is_finite() && (0.0..=1.0).contains(&edge.weight)) {
+            return Err(Error::InvalidInput(format!(
+                "card edge weight {} is outside [0, 1]",
+                edge.weight
+            )));
+        }
+        if edge.from == edge.to {
+            return Err(Error::InvalidInput("a card edge needs two different cards".to_owned()));
+        }
+        let (relation, precondition) = codec::relation_columns(&edge.relation);
+        if let Some(p) = precondition {
+            if p.is_empty() {
+                return Err(Error::InvalidInput(
+                    "a constrains edge needs a precondition".to_owned(),
+                ));
+            }
+            self.check_len("precondition", p.len())?;
+        }
+        self.write_tx(|tx, _| {
+            for id in [edge.from, edge.to] {
+                let exists: bool = tx
+                    .prepare_cached("SELECT EXISTS (SELECT 1 FROM cards WHERE fragment = ?1)")?
+                    .query_row([id_param(id)?], |row| row.get(0))?;
+                if !exists {
+                    return Err(Error::NotFound { id });
+                }
+            }
+            tx.prepare_cached(
+                "INSERT INTO card_edges (src, dst, relation, precondition, weight) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (src, dst, relation) \
+                 DO UPDATE SET precondition = excluded.precondition, weight = excluded.weight",
+            )?
+            .execute(params![
+                id_param(edge.from)?,
+                id_param(edge.to)?,
+                relation,
+                precondition,
+                f64::from(edge.weight)
+            ])?;
+            Ok(())
+        })
+    }
+
+    fn card_edges(&self, cards: &[FragmentId]) -> Result<Vec<CardEdge>> {
+        let ids: Vec<u64> = cards.iter().map(|id| id.0).collect();
+        let ids = json(&ids)?;
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT src, dst, relation, precondition, weight FROM card_edges \
+                 WHERE src IN (SELECT value FROM json_each(?1)) \
+                    OR dst IN (SELECT value FROM json_each(?1)) \
+                 ORDER BY src, dst, relation",
+            )?;
+            let rows = stmt.query_map([&ids], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, Option<String>>(3)?,
+                    row.get::<_, f64>(4)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (src, dst, relation, precondition, weight) = row?;
+                out.push(CardEdge {
+                    from: fragment_id(src)?,
+                    to: fragment_id(dst)?,
+                    relation: codec::relation_from_columns(&relation, precondition)?,
+                    weight: weight as f32,
+                });
+            }
+            Ok(out)
+        })
+    }
+}
+
+fn access_events_until(conn: &Connection, until: i64) -> Result<Vec<AccessEvent>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT body FROM access_events WHERE at <= ?1 ORDER BY seq")?;
+    let rows = stmt.query_map([until], |row| row.get::<_, String>(0))?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(codec::from_json("access event", &row?)?);
+    }
+    Ok(out)
+}
+
+impl ChangeFeed for SqliteStore {
+    fn head(&self) -> Result<u64, FeedError> {
+        let head = self.read(|conn| {
+            let head: i64 = conn
+                .prepare_cached("SELECT coalesce(max(seq), 0) FROM changes")?
+                .query_row([], |row| row.get(0))?;
+            Ok(u64::try_from(head).unwrap_or(0))
+        })?;
+        Ok(head)
+    }
+
+    fn changes_after(&self, after: u64, limit: usize) -> Result<Vec<Change>, FeedError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let changes = self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, fragment, op FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![after, limit], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (seq, fragment, op) = row?;
+                out.push(Change {
+                    seq: u64::try_from(seq).map_err(|_| Error::corrupt("negative change seq"))?,
+                    fragment: fragment_id(fragment)?,
+                    op: op_from_str(&op)?,
+                });
+            }
+            Ok(out)
+        })?;
+        Ok(changes)
+    }
+
+    fn load(&self, ids: &[FragmentId]) -> Result<Vec<StoredFragment>, FeedError> {
+        let loaded = self.read(|conn| {
+            let tx = conn.unchecked_transaction()?;
+            let mut out = Vec::with_capacity(ids.len());
+            for &id in ids {
+                match get_on(&tx, id) {
+                    Ok(fragment) => out.push(StoredFragment {
+                        embedding: embedding_on(&tx, id)?,
+                        fragment,
+                    }),
+                    Err(Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(out)
+        })?;
+        Ok(loaded)
+    }
+}

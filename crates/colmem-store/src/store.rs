@@ -1,0 +1,226 @@
+//! The [`FragmentStore`] trait and the requests and records it speaks in.
+
+use std::fmt;
+
+use colmem_core::{
+    AccessEvent, AgentId, AuditEntry, AuditEvent, CardEdge, CardFields, ChangeFeed, Embedding,
+    Fragment, FragmentId, FragmentMeta, Granularity, NewFragment, ReadFilter, Timestamp, UserId,
+};
+
+use crate::audit::AuditStatus;
+use crate::error::Result;
+
+/// The fragments one interaction writes: they commit together with their
+/// embeddings and one audit entry, or not at all.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Interaction {
+    /// The user of the request.
+    pub user: UserId,
+    /// The serving agent.
+    pub agent: AgentId,
+    /// The fragments, already accepted by the write rule.
+    pub fragments: Vec<NewFragment>,
+    /// A caller-chosen key: repeating a write with the same key returns the
+    /// original ids and writes nothing.
+    pub idempotency_key: Option<String>,
+}
+
+/// A strategy card to write: a fragment of granularity `Card` plus its fields.
+#[derive(Clone, PartialEq, Debug)]
+pub struct CardWrite {
+    /// The user of the request.
+    pub user: UserId,
+    /// The serving agent.
+    pub agent: AgentId,
+    /// The card's fragment; its granularity must be [`Granularity::Card`].
+    pub fragment: NewFragment,
+    /// The card's sections.
+    pub fields: CardFields,
+    /// As for [`Interaction::idempotency_key`].
+    pub idempotency_key: Option<String>,
+}
+
+/// What a write did.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct WriteReceipt {
+    /// The ids of the written fragments, in the order given.
+    pub ids: Vec<FragmentId>,
+    /// `true` when the idempotency key had been seen: nothing was written now.
+    pub replayed: bool,
+}
+
+/// Replace a current fact by a newer version.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Supersede {
+    /// The user of the request.
+    pub user: UserId,
+    /// The serving agent.
+    pub agent: AgentId,
+    /// The version to close.
+    pub old: FragmentId,
+    /// The version that replaces it.
+    pub new: NewFragment,
+}
+
+/// Tombstone a fragment.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Delete {
+    /// The user of the request.
+    pub user: UserId,
+    /// The serving agent.
+    pub agent: AgentId,
+    /// The fragment.
+    pub fragment: FragmentId,
+}
+
+/// Forget a fragment entirely. The caller has checked that `admin` is an administrator.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Purge {
+    /// The administrator, as recorded in the audit log.
+    pub admin: String,
+    /// The fragment.
+    pub fragment: FragmentId,
+}
+
+/// One read to audit: who read, and the ids it returned.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ReadRecord {
+    /// The user of the request.
+    pub user: UserId,
+    /// The serving agent.
+    pub agent: AgentId,
+    /// The ids returned, in order.
+    pub returned: Vec<FragmentId>,
+}
+
+/// The order of listed fragments.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Order {
+    /// Ascending ids (oldest first).
+    #[default]
+    OldestFirst,
+    /// Descending ids (newest first).
+    NewestFirst,
+}
+
+/// Narrowings of a listing; none can widen what the [`ReadFilter`] admits.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct ListQuery {
+    /// Only fragments with this subject key (e.g. all versions of one fact).
+    pub key: Option<String>,
+    /// Only this granularity.
+    pub granularity: Option<Granularity>,
+    /// Only ids after this one, in the listing's order (a page cursor).
+    pub after: Option<FragmentId>,
+    /// At most this many.
+    pub limit: Option<usize>,
+    /// The order.
+    pub order: Order,
+}
+
+/// What "who could see fragment f at time t" needs: the fragment's access
+/// metadata and the access event log up to `t`.
+///
+/// The store does not know the read rule's graph (that is `colmem-access`), so
+/// the administrator query is answered in two steps: the store returns this
+/// record, and the caller replays `events` into an access graph as of `at`,
+/// compiles a `ReadFilter` for each `(user, agent)` pair with `now = at`, and
+/// keeps the pairs whose filter admits `meta`.
+#[derive(Clone, PartialEq, Debug)]
+pub struct VisibilityRecord {
+    /// The moment asked about.
+    pub at: Timestamp,
+    /// The fragment's access metadata (with its record-time stamps, so a
+    /// version check at `at` is exact).
+    pub meta: FragmentMeta,
+    /// Every access event with `event.at <= at`, in log order.
+    pub events: Vec<AccessEvent>,
+}
+
+/// A stored strategy card.
+#[derive(Clone, PartialEq, Debug)]
+pub struct CardRecord {
+    /// The card's fragment.
+    pub fragment: Fragment,
+    /// Its sections.
+    pub fields: CardFields,
+}
+
+/// The source of truth for fragments, provenance, the access event log, the
+/// audit chain and cards. Object-safe: use it as `Arc<dyn FragmentStore>`.
+///
+/// Reads take a [`ReadFilter`] compiled by `colmem-access` and return only what
+/// it admits; `get` and friends are unfiltered and meant for the write rule,
+/// administrators and indexes. Record times (`superseded_at`, `deleted_at`,
+/// audit times) come from the store's clock.
+pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
+    /// Writes one interaction in one transaction with its `Write` audit entry.
+    fn write(&self, interaction: &Interaction) -> Result<WriteReceipt>;
+
+    /// Writes one strategy card (fragment, fields and audit entry) in one transaction.
+    fn write_card(&self, card: &CardWrite) -> Result<WriteReceipt>;
+
+    /// The fragment with this id, whatever its state (tombstones included); unfiltered.
+    fn get(&self, id: FragmentId) -> Result<Fragment>;
+
+    /// The fragment's embedding, if it has one.
+    fn embedding(&self, id: FragmentId) -> Result<Option<Embedding>>;
+
+    /// The fragments `filter` admits, narrowed by `query`.
+    fn list(&self, filter: &ReadFilter, query: &ListQuery) -> Result<Vec<Fragment>>;
+
+    /// How many fragments `filter` admits, narrowed by `query` (its limit and order are ignored).
+    fn count(&self, filter: &ReadFilter, query: &ListQuery) -> Result<u64>;
+
+    /// Closes the old version's world-time validity at the new one's start,
+    /// stamps its `superseded_at` and `superseded_by`, writes the new version,
+    /// and audits a `Write` and an `Update`, in one transaction. Returns the new id.
+    fn supersede(&self, request: &Supersede) -> Result<FragmentId>;
+
+    /// Tombstones a current fragment (`deleted_at` = now) and audits a `Delete`.
+    fn delete(&self, request: &Delete) -> Result<()>;
+
+    /// Removes a fragment with its provenance, embedding and card, overwrites the
+    /// freed space, audits a `Purge` by id, and records a `Purge` change so
+    /// indexes forget it too.
+    fn purge(&self, request: &Purge) -> Result<()>;
+
+    /// Appends an access-graph event (and its audit entry); refuses one dated
+    /// before the last logged event. Returns its position in the log.
+    fn append_access_event(&self, event: &AccessEvent) -> Result<u64>;
+
+    /// The whole access event log, in order.
+    fn access_events(&self) -> Result<Vec<AccessEvent>>;
+
+    /// The data for "who could see fragment `id` at `at`"; see [`VisibilityRecord`].
+    fn visibility_at(&self, id: FragmentId, at: Timestamp) -> Result<VisibilityRecord>;
+
+    /// Appends one audit entry, chained to the last.
+    fn append_audit(&self, event: &AuditEvent) -> Result<AuditEntry>;
+
+    /// Appends one compact `Read` entry (ids only) per read, all in one transaction.
+    fn record_reads(&self, reads: &[ReadRecord]) -> Result<()>;
+
+    /// Up to `limit` audit entries with `seq > after`, in order.
+    fn audit_entries(&self, after: u64, limit: usize) -> Result<Vec<AuditEntry>>;
+
+    /// Checks the whole chain: every hash, every link, no gap, nothing missing at the end.
+    fn verify_audit(&self) -> Result<AuditStatus>;
+
+    /// Moves the entries with `seq <= up_to` out of the store and returns them,
+    /// for the caller to archive; the chain stays verifiable from an anchor.
+    fn archive_audit(&self, up_to: u64) -> Result<Vec<AuditEntry>>;
+
+    /// The card with this id; unfiltered.
+    fn card(&self, id: FragmentId) -> Result<CardRecord>;
+
+    /// The cards `filter` admits, narrowed by `query`.
+    fn list_cards(&self, filter: &ReadFilter, query: &ListQuery) -> Result<Vec<CardRecord>>;
+
+    /// Adds an edge between two cards, or replaces the weight and precondition
+    /// of the edge with the same ends and relation.
+    fn put_card_edge(&self, edge: &CardEdge) -> Result<()>;
+
+    /// The edges leaving or entering any of `cards`.
+    fn card_edges(&self, cards: &[FragmentId]) -> Result<Vec<CardEdge>>;
+}

@@ -1,0 +1,104 @@
+//! Integration tests of colmem-store: the conformance suite on SQLite (on disk
+//! and in memory), and what only a real SQLite file can show: raw-SQL
+//! tampering, migrations, purging from the files, bad files, crashes and
+//! concurrent connections.
+
+mod bad_input;
+mod concurrency;
+mod crash;
+mod sqlite;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use colmem_core::{
+    AgentId, Clock, Embedding, FilterParts, Granularity, IdSet, Kind, LogicalClock, NewFragment,
+    Provenance, ReadFilter, Scope, Source, Timestamp, UserId, Validity, View,
+};
+use colmem_store::{Interaction, SqliteStore, StoreConfig, conformance};
+
+fn user() -> UserId {
+    UserId::new("it-user").unwrap()
+}
+
+fn agent() -> AgentId {
+    AgentId::new("it-agent").unwrap()
+}
+
+/// A user-scoped fact of `it-user` by `it-agent`, recorded at time 1000.
+fn fact(content: &str) -> NewFragment {
+    NewFragment {
+        key: None,
+        content: content.to_owned(),
+        granularity: Granularity::Fact,
+        kind: Kind::Observation,
+        scope: Scope::User,
+        provenance: Provenance {
+            created_at: Timestamp::from_millis(1000),
+            user: user(),
+            agents: BTreeSet::from([agent()]),
+            resources: BTreeSet::new(),
+            source: Source::default(),
+        },
+        validity: Validity::always(),
+        keywords: Vec::new(),
+        embedding: None,
+    }
+}
+
+fn with_embedding(mut f: NewFragment, dim: usize, seed: f32) -> NewFragment {
+    f.embedding = Some(Embedding {
+        embedder: "it-embedder".into(),
+        vector: (0..dim).map(|i| seed + i as f32 * 0.001).collect(),
+    });
+    f
+}
+
+fn interaction(fragments: Vec<NewFragment>) -> Interaction {
+    Interaction {
+        user: user(),
+        agent: agent(),
+        fragments,
+        idempotency_key: None,
+    }
+}
+
+/// `it-user` through `it-agent`, every version, at time 10^12.
+fn everything() -> ReadFilter {
+    ReadFilter::from_parts(FilterParts {
+        user: user(),
+        agent: agent(),
+        now: Timestamp::from_millis(1_000_000_000_000),
+        agents: [agent()].into_iter().collect(),
+        resources: IdSet::new(),
+        groups: IdSet::new(),
+    })
+    .with_view(View::AllVersions)
+}
+
+fn clock() -> Arc<dyn Clock> {
+    Arc::new(LogicalClock::new(Timestamp::from_millis(1000)))
+}
+
+fn open(path: &Path) -> SqliteStore {
+    SqliteStore::open(path, StoreConfig { clock: clock(), ..StoreConfig::default() }).unwrap()
+}
+
+#[test]
+fn conformance_in_memory() {
+    conformance::run(&|clock| {
+        Box::new(SqliteStore::open_in_memory(StoreConfig { clock, ..StoreConfig::default() }).unwrap())
+    });
+}
+
+#[test]
+fn conformance_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = AtomicUsize::new(0);
+    conformance::run(&|clock| {
+        let path = dir.path().join(format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed)));
+        Box::new(SqliteStore::open(path, StoreConfig { clock, ..StoreConfig::default() }).unwrap())
+    });
+}

@@ -1,0 +1,192 @@
+//! SQLite-only checks: triggers and tampering with raw SQL, migrations, purge on disk, busy handling.
+
+use std::time::Duration;
+
+use colmem_core::{AuditEvent, ErrorKind};
+use colmem_store::{
+    AuditProblem, AuditStatus, CardWrite, Error, FragmentStore, ListQuery, Purge, ReadRecord,
+    SCHEMA_VERSION, SqliteStore, StoreConfig,
+};
+use rusqlite::Connection;
+
+use super::{clock, everything, fact, interaction, open, with_embedding};
+
+#[test]
+fn provenance_columns_refuse_raw_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = open(&path);
+    let mut f = fact("provenance test");
+    f.provenance.resources = [colmem_core::ResourceId::new("it-kb").unwrap()].into();
+    f.provenance.source.session = Some("s1".into());
+    f.provenance.source.parents = vec![colmem_core::FragmentId(1)];
+    let id = store.write(&interaction(vec![f.clone()])).unwrap().ids[0];
+
+    let raw = Connection::open(&path).unwrap();
+    for sql in [
+        "UPDATE fragments SET user = 'mallory'",
+        "UPDATE fragments SET created_at = 0",
+        "UPDATE fragment_agents SET agent = 'mallory-agent'",
+        "UPDATE fragment_resources SET resource = 'other-kb'",
+        "UPDATE fragment_sources SET session = 'forged'",
+        "UPDATE fragment_parents SET parent = 99",
+    ] {
+        let err = raw.execute(sql, []).unwrap_err();
+        assert!(err.to_string().contains("provenance is immutable"), "{sql}: {err}");
+    }
+    // Columns that are not provenance may change (the store itself stamps them).
+    raw.execute("UPDATE fragments SET keywords = '[\"k\"]'", []).unwrap();
+    assert_eq!(store.get(id).unwrap().provenance, f.provenance);
+}
+
+fn tampered(tamper: &str) -> AuditStatus {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = open(&path);
+    store.write(&interaction(vec![fact("a")])).unwrap();
+    let reads: Vec<_> = (0..4)
+        .map(|i| ReadRecord { user: super::user(), agent: super::agent(), returned: vec![colmem_core::FragmentId(i)] })
+        .collect();
+    store.record_reads(&reads).unwrap();
+    assert!(matches!(store.verify_audit().unwrap(), AuditStatus::Intact { entries: 5, .. }));
+    Connection::open(&path).unwrap().execute_batch(tamper).unwrap();
+    store.verify_audit().unwrap()
+}
+
+#[test]
+fn raw_edits_deletions_and_reorderings_of_the_audit_log_are_detected() {
+    let broken = |seq, problem| AuditStatus::Broken { seq, problem };
+    assert_eq!(tampered("UPDATE audit SET at = at + 1 WHERE seq = 2"), broken(2, AuditProblem::Edited));
+    assert_eq!(
+        tampered("UPDATE audit SET event = replace(event, '[0]', '[7]') WHERE seq = 2"),
+        broken(2, AuditProblem::Edited)
+    );
+    assert_eq!(tampered("DELETE FROM audit WHERE seq = 3"), broken(4, AuditProblem::BrokenLink));
+    assert_eq!(tampered("DELETE FROM audit WHERE seq = 1"), broken(2, AuditProblem::BrokenLink));
+    assert_eq!(tampered("DELETE FROM audit WHERE seq = 5"), broken(5, AuditProblem::Truncated));
+    // Reordering: swap the contents of entries 2 and 3 (seq stays in place).
+    let swap = "CREATE TEMP TABLE t AS SELECT * FROM audit WHERE seq IN (2, 3);
+        UPDATE audit SET at = (SELECT at FROM t WHERE seq = 5 - audit.seq),
+                         event = (SELECT event FROM t WHERE seq = 5 - audit.seq),
+                         prev = (SELECT prev FROM t WHERE seq = 5 - audit.seq),
+                         hash = (SELECT hash FROM t WHERE seq = 5 - audit.seq)
+        WHERE seq IN (2, 3);";
+    assert!(matches!(tampered(swap), AuditStatus::Broken { seq: 2, .. }));
+    // Renumbering a whole entry also breaks its hash.
+    assert!(matches!(
+        tampered("UPDATE audit SET seq = 10 WHERE seq = 5; UPDATE audit SET seq = 5 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = 10;"),
+        AuditStatus::Broken { seq: 4, .. }
+    ));
+    assert!(matches!(tampered("UPDATE audit SET event = 'not json' WHERE seq = 3"), AuditStatus::Broken { seq: 3, problem: AuditProblem::Undecodable }));
+}
+
+#[test]
+fn an_older_file_is_upgraded_and_a_newer_one_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let id = {
+        let store = open(&path);
+        store.write(&interaction(vec![fact("from version 1")])).unwrap().ids[0]
+    };
+    // Turn the file into a version-1 store: version 2 added the cards tables.
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP TABLE card_edges; DROP TABLE cards; DELETE FROM schema_version WHERE version = 2;")
+        .unwrap();
+    let store = open(&path);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(store.get(id).unwrap().content, "from version 1");
+    let card = CardWrite {
+        user: super::user(),
+        agent: super::agent(),
+        fragment: colmem_core::NewFragment { granularity: colmem_core::Granularity::Card, ..fact("card") },
+        fields: colmem_core::CardFields {
+            task: "t".into(),
+            trigger: "t".into(),
+            applicability: "a".into(),
+            plan: "p".into(),
+            execution: "e".into(),
+            evaluation: "v".into(),
+            sign: colmem_core::CardSign::Positive,
+        },
+        idempotency_key: None,
+    };
+    assert!(store.write_card(&card).is_ok(), "the upgrade created the cards tables");
+    drop(store);
+
+    Connection::open(&path)
+        .unwrap()
+        .execute("INSERT INTO schema_version (version, applied_at) VALUES (99, 0)", [])
+        .unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let err = SqliteStore::open(&path, StoreConfig::default()).unwrap_err();
+    assert!(matches!(err, Error::SchemaTooNew { found: 99, supported: SCHEMA_VERSION }), "{err}");
+    assert!(err.to_string().contains("upgrade colmem"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "a refused file is left as it was");
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn files_contain(dir: &std::path::Path, needle: &str) -> bool {
+    std::fs::read_dir(dir).unwrap().any(|entry| {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        contains(&bytes, needle.as_bytes())
+    })
+}
+
+#[test]
+fn purge_removes_the_text_from_the_database_and_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = open(&path);
+    let secret = "zebra-violet-7781 is the vault code";
+    let kept = "kept-marmot-1234 stays";
+    let mut doomed = fact(&format!("{secret} {}", "padding ".repeat(800)));
+    doomed.key = Some("zebra-violet-7781/key".into());
+    doomed.keywords = vec!["zebra-violet-7781".into()];
+    let ids = store
+        .write(&interaction(vec![fact(kept), with_embedding(doomed, 384, 0.5), fact("more")]))
+        .unwrap()
+        .ids;
+    // Half the pages go to the file, the rest stay in the log.
+    store.checkpoint().unwrap();
+    store.write(&interaction(vec![fact("after the checkpoint")])).unwrap();
+    assert!(files_contain(dir.path(), "zebra-violet-7781"), "the search finds text before the purge");
+
+    store.purge(&Purge { admin: "root".into(), fragment: ids[1] }).unwrap();
+    assert!(!files_contain(dir.path(), "zebra-violet-7781"), "purged text is still on disk");
+    assert!(files_contain(dir.path(), "kept-marmot-1234"), "other fragments are untouched");
+    drop(store);
+    assert!(!files_contain(dir.path(), "zebra-violet-7781"));
+    let store = open(&path);
+    assert!(matches!(store.get(ids[1]), Err(Error::NotFound { .. })));
+    assert_eq!(store.count(&everything(), &ListQuery::default()).unwrap(), 3);
+    assert!(matches!(
+        store.audit_entries(0, 100).unwrap().last().unwrap().event,
+        AuditEvent::Purge { .. }
+    ));
+}
+
+#[test]
+fn a_lock_held_past_the_deadline_is_a_typed_busy_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = SqliteStore::open(
+        &path,
+        StoreConfig { busy_deadline: Duration::from_millis(200), clock: clock(), ..StoreConfig::default() },
+    )
+    .unwrap();
+    store.write(&interaction(vec![fact("before")])).unwrap();
+    let holder = Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let err = store.write(&interaction(vec![fact("blocked")])).unwrap_err();
+    assert!(matches!(err, Error::Busy { waited } if waited >= Duration::from_millis(200)), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Busy);
+    // Readers are not blocked by a writer under WAL.
+    assert_eq!(store.count(&everything(), &ListQuery::default()).unwrap(), 1);
+    holder.execute_batch("COMMIT").unwrap();
+    store.write(&interaction(vec![fact("after")])).unwrap();
+    assert_eq!(store.count(&everything(), &ListQuery::default()).unwrap(), 2);
+}
