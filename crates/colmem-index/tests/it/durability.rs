@@ -1,0 +1,223 @@
+//! Indexes persist the last applied change, catch up from the feed on open, and
+//! rebuild when a file is missing, truncated or damaged, or the embedder changed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use colmem_core::{ReadFilter, Scope, View};
+use colmem_index::{FlatIndex, HybridConfig, HybridIndex, LexicalIndex, MemoryBm25, OpenReport, Query, VectorIndex};
+
+use crate::support::{Access, MemFeed, agent, clustered, fragment, reader, user};
+
+const DIM: usize = 8;
+
+fn access() -> Access {
+    Access { user: user("d-user"), scope: Scope::User, agents: vec![agent("d-agent")], resources: vec![] }
+}
+
+fn filter() -> ReadFilter {
+    reader(user("d-user"), agent("d-agent"), &[agent("d-agent")], &[], &[], 10_000)
+}
+
+fn feed_with(n: usize, embedder: &str) -> MemFeed {
+    let feed = MemFeed::default();
+    for (i, v) in clustered(n, DIM, 4, 5).into_iter().enumerate() {
+        let text = format!("entry {i} about {}", ["apples", "boats", "clouds"][i % 3]);
+        feed.put(fragment(i as u64 + 1, &access(), &text, Some(v), embedder));
+    }
+    feed
+}
+
+type Backends = (Arc<dyn VectorIndex>, Option<Arc<dyn LexicalIndex>>);
+
+fn backends_list() -> Vec<(&'static str, fn() -> Backends)> {
+    let mut list: Vec<(&'static str, fn() -> Backends)> =
+        vec![("flat+memory", || (Arc::new(FlatIndex::new(DIM)), Some(Arc::new(MemoryBm25::new()))))];
+    #[cfg(all(feature = "usearch", feature = "tantivy"))]
+    list.push(("hnsw+tantivy", || {
+        (
+            Arc::new(colmem_index::HnswIndex::new(DIM, colmem_index::HnswConfig::default()).unwrap()),
+            Some(Arc::new(colmem_index::TantivyBm25::new().unwrap())),
+        )
+    }));
+    list
+}
+
+fn open(dir: &Path, make: fn() -> Backends, embedder: Option<&str>, feed: &MemFeed) -> (HybridIndex, OpenReport) {
+    let (vector, lexical) = make();
+    let config = HybridConfig { embedder: embedder.map(str::to_owned), ..HybridConfig::default() };
+    HybridIndex::open(dir, vector, lexical, config, feed).unwrap()
+}
+
+fn ids(index: &HybridIndex, text: &str, view: View) -> Vec<u64> {
+    let mut ids: Vec<u64> = index
+        .search(&Query { vector: None, text: Some(text), k: 100 }, &filter().with_view(view))
+        .unwrap()
+        .iter()
+        .map(|h| h.id.0)
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() { stack.push(p) } else { out.push(p) }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn data_files(dir: &Path, part: &str) -> Vec<PathBuf> {
+    files(dir)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains(part) && !p.ends_with("manifest.json"))
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with(".tantivy-"))
+        .collect()
+}
+
+#[test]
+fn open_builds_then_restores_and_catches_up_on_every_op() {
+    for (name, make) in backends_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let feed = feed_with(60, "emb-1");
+        let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+        assert!(!report.restored, "{name}: first open builds");
+        assert_eq!(report.catch_up.indexed, 60);
+        assert_eq!(index.seq(), 60);
+        let apples = ids(&index, "apples", View::Current);
+        assert_eq!(apples.len(), 20, "{name}");
+        drop(index);
+
+        let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+        assert!(report.restored, "{name}: {:?}", report.rebuild_reason);
+        assert_eq!(report.catch_up.changes, 0);
+        assert_eq!(ids(&index, "apples", View::Current), apples, "{name}: restored answers alike");
+        drop(index);
+
+        // Changes while closed: a new fact, a supersession, a deletion, a purge.
+        feed.put(fragment(100, &access(), "entry 100 about apples and zeppelins", Some(vec![0.3; DIM]), "emb-1"));
+        feed.supersede(1, 2_000);
+        feed.delete(4, 2_000);
+        feed.purge(7);
+        feed.put(fragment(101, &access(), "a quokka", Some(vec![0.1; DIM]), "emb-1"));
+        feed.purge(101);
+        let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+        assert!(report.restored, "{name}");
+        assert_eq!(report.catch_up.changes, 6, "{name}");
+        assert_eq!(index.seq(), 66);
+        let now = ids(&index, "apples", View::Current);
+        assert!(now.contains(&100), "{name}: the new fact is indexed");
+        assert!(!now.contains(&1), "{name}: the superseded version is not current");
+        assert!(!now.contains(&4) && !now.contains(&7), "{name}: deleted and purged are gone");
+        assert_eq!(now.len(), 20 + 1 - 3, "{name}");
+        let history = ids(&index, "apples", View::AllVersions);
+        assert!(history.contains(&1) && !history.contains(&4), "{name}: history keeps superseded, never deleted");
+        assert!(ids(&index, "quokka", View::AllVersions).is_empty(), "{name}");
+        let q = vec![0.1; DIM];
+        let hits = index.search(&Query { vector: Some(&q), text: None, k: 100 }, &filter().with_view(View::AllVersions)).unwrap();
+        assert!(hits.iter().all(|h| ![4, 7, 101].contains(&h.id.0)), "{name}: no vector of dropped fragments");
+        // Purged text lies in no snapshot file.
+        for file in files(dir.path()) {
+            let bytes = std::fs::read(&file).unwrap();
+            assert!(!bytes.windows(6).any(|w| w == b"quokka"), "{name}: purged text in {}", file.display());
+        }
+    }
+}
+
+fn damage_and_reopen(damage: impl Fn(&Path)) {
+    for (name, make) in backends_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let feed = feed_with(40, "emb-1");
+        let (index, _) = open(dir.path(), make, Some("emb-1"), &feed);
+        let before = ids(&index, "boats", View::Current);
+        let q = vec![0.2; DIM];
+        let vector_before: Vec<u64> = index.search(&Query { vector: Some(&q), text: None, k: 5 }, &filter()).unwrap().iter().map(|h| h.id.0).collect();
+        drop(index);
+        damage(dir.path());
+        let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+        assert!(!report.restored, "{name}: a damaged snapshot must be rebuilt");
+        assert!(report.rebuild_reason.is_some());
+        assert_eq!(report.catch_up.indexed, 40, "{name}");
+        assert_eq!(ids(&index, "boats", View::Current), before, "{name}: rebuilt answers alike");
+        let vector_after: Vec<u64> = index.search(&Query { vector: Some(&q), text: None, k: 5 }, &filter()).unwrap().iter().map(|h| h.id.0).collect();
+        assert_eq!(vector_after, vector_before, "{name}");
+        drop(index);
+        let (_, report) = open(dir.path(), make, Some("emb-1"), &feed);
+        assert!(report.restored, "{name}: the rebuilt snapshot is whole again");
+    }
+}
+
+#[test]
+fn a_deleted_vector_file_is_rebuilt() {
+    damage_and_reopen(|dir| {
+        for f in data_files(dir, "vector") {
+            std::fs::remove_file(f).unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_deleted_index_directory_is_rebuilt() {
+    damage_and_reopen(|dir| std::fs::remove_dir_all(dir.join("current")).unwrap());
+}
+
+#[test]
+fn a_truncated_lexical_file_is_rebuilt() {
+    damage_and_reopen(|dir| {
+        let files = data_files(dir, "lexical");
+        let largest = files.iter().max_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
+        let len = std::fs::metadata(largest).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(largest).unwrap().set_len(len / 2).unwrap();
+    });
+}
+
+#[test]
+fn corrupted_bytes_are_rebuilt() {
+    damage_and_reopen(|dir| {
+        for part in ["vector", "postings"] {
+            let file = data_files(dir, part).into_iter().next().unwrap();
+            let mut bytes = std::fs::read(&file).unwrap();
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 0x5a;
+            std::fs::write(&file, bytes).unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_damaged_manifest_is_rebuilt() {
+    damage_and_reopen(|dir| std::fs::write(dir.join("current").join("manifest.json"), b"{not json").unwrap());
+}
+
+#[test]
+fn a_new_embedder_forces_a_rebuild() {
+    let (_, make) = backends_list()[0];
+    let dir = tempfile::tempdir().unwrap();
+    let feed = feed_with(20, "emb-1");
+    let (_, report) = open(dir.path(), make, Some("emb-1"), &feed);
+    assert_eq!(report.catch_up.skipped_vectors, 0);
+    let (index, report) = open(dir.path(), make, Some("emb-2"), &feed);
+    assert!(!report.restored);
+    assert!(report.rebuild_reason.unwrap().contains("embedder"));
+    // The store still holds emb-1 vectors: they are not mixed into an emb-2 index.
+    assert_eq!(report.catch_up.skipped_vectors, 20);
+    assert_eq!(index.vector_index().len(), 0);
+    assert_eq!(ids(&index, "apples", View::Current).len(), 7, "text search still works");
+}
+
+#[test]
+fn an_index_ahead_of_its_store_starts_over() {
+    let (_, make) = backends_list()[0];
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _) = open(dir.path(), make, None, &feed_with(30, "emb-1"));
+    let smaller = feed_with(10, "emb-1");
+    let (index, report) = open(dir.path(), make, None, &smaller);
+    assert_eq!(index.len(), 10);
+    assert_eq!(report.catch_up.indexed, 10);
+}

@@ -1,0 +1,322 @@
+//! Every search path returns the exact filtered top-k (recall@10 ≥ 0.99) at
+//! selectivities 100%, 10%, 1%, 0.1% and one item, and never anything outside the filter.
+
+use std::sync::{Arc, OnceLock};
+
+use colmem_core::{ReadFilter, Scope, StoredFragment};
+use colmem_index::{
+    FlatIndex, HybridConfig, HybridIndex, LexicalIndex, MemoryBm25, PlannerConfig, Query, Strategy,
+    VectorIndex,
+};
+use proptest::prelude::*;
+
+use crate::support::{Access, agent, clustered, fragment, group, oracle_top_k, reader, resource, user};
+
+const N: usize = 4000;
+const DIM: usize = 16;
+const K: usize = 10;
+
+const WORDS: &[&str] = &[
+    "invoice", "garden", "travel", "budget", "recipe", "meeting", "deadline", "holiday", "printer",
+    "contract", "river", "mountain", "doctor", "school", "football", "concert",
+];
+
+fn text(i: usize) -> String {
+    format!(
+        "note {} about the {} and {} {}",
+        i,
+        WORDS[i % WORDS.len()],
+        WORDS[(i / 7) % WORDS.len()],
+        WORDS[(i / 53) % WORDS.len()]
+    )
+}
+
+/// Fragment `i`'s access: 10% in group "team", 1% in group "mid", 0.1% global
+/// but drawn from a resource few agents may use, one global with its own agent
+/// and resource, and the rest global but written by an agent few readers may invoke.
+fn access(i: usize) -> Access {
+    if i % 10 == 0 {
+        Access { user: user("u-fill"), scope: Scope::Group(group("team")), agents: vec![agent("a-team")], resources: vec![] }
+    } else if i % 100 == 1 {
+        Access { user: user("u-mid"), scope: Scope::Group(group("mid")), agents: vec![agent("a-mid")], resources: vec![] }
+    } else if i % 1000 == 2 {
+        Access { user: user("u-tiny"), scope: Scope::Global, agents: vec![agent("a-tiny")], resources: vec![resource("r-tiny")] }
+    } else if i == 3 {
+        Access { user: user("u-fill"), scope: Scope::Global, agents: vec![agent("a-one")], resources: vec![resource("r-one")] }
+    } else {
+        Access { user: user("u-fill"), scope: Scope::Global, agents: vec![agent("a-fill")], resources: vec![] }
+    }
+}
+
+fn corpus() -> &'static Vec<StoredFragment> {
+    static CORPUS: OnceLock<Vec<StoredFragment>> = OnceLock::new();
+    CORPUS.get_or_init(|| {
+        clustered(N, DIM, 24, 11)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| fragment(i as u64 + 1, &access(i), &text(i), Some(v), "test-embedder"))
+            .collect()
+    })
+}
+
+/// The readers, each with the share of the corpus its filter admits.
+fn readers() -> Vec<(&'static str, ReadFilter, usize)> {
+    let all_agents = [agent("a-team"), agent("a-mid"), agent("a-tiny"), agent("a-one"), agent("a-fill")];
+    vec![
+        ("100%", reader(user("u-fill"), agent("a-fill"), &all_agents, &[resource("r-tiny"), resource("r-one")], &[group("team"), group("mid")], 10_000), 0),
+        ("10%", reader(user("u-fill"), agent("a-team"), &[agent("a-team")], &[], &[group("team")], 10_000), N / 10),
+        ("1%", reader(user("u-mid"), agent("a-mid"), &[agent("a-mid")], &[], &[group("mid")], 10_000), N / 100),
+        ("0.1%", reader(user("u-tiny"), agent("a-tiny"), &[agent("a-tiny")], &[resource("r-tiny")], &[], 10_000), N / 1000),
+        ("one", reader(user("u-other"), agent("a-one"), &[agent("a-one")], &[resource("r-one")], &[], 10_000), 1),
+    ]
+}
+
+fn build(vector: Arc<dyn VectorIndex>, lexical: Option<Arc<dyn LexicalIndex>>, planner: PlannerConfig, records: &[StoredFragment]) -> HybridIndex {
+    let index = HybridIndex::new(vector, lexical, HybridConfig { planner, ..HybridConfig::default() });
+    for chunk in records.chunks(1000) {
+        assert_eq!(index.put_many(chunk).unwrap(), 0);
+    }
+    index.commit().unwrap();
+    index
+}
+
+fn always_exact() -> PlannerConfig {
+    PlannerConfig { exact_max: u64::MAX, ..PlannerConfig::default() }
+}
+
+fn always_hnsw() -> PlannerConfig {
+    PlannerConfig { exact_max: 0, exact_fraction: 0.0, ..PlannerConfig::default() }
+}
+
+fn planned() -> PlannerConfig {
+    PlannerConfig { exact_max: 100, exact_fraction: 0.0, ..PlannerConfig::default() }
+}
+
+/// Checks one index on every reader: only admitted fragments, the exact count,
+/// recall@10 ≥ 0.99 against the oracle, and the expected plan.
+fn check_recall(name: &str, index: &HybridIndex, expect: impl Fn(u64) -> fn(&Strategy) -> bool) {
+    check_recall_at_least(name, index, expect, 0.99);
+}
+
+fn check_recall_at_least(name: &str, index: &HybridIndex, expect: impl Fn(u64) -> fn(&Strategy) -> bool, floor: f64) {
+    let records = corpus();
+    let queries = clustered(40, DIM, 24, 99);
+    for (label, filter, expected) in readers() {
+        let admitted = index.admitted(&filter);
+        let expected = if expected == 0 { N as u64 } else { expected as u64 };
+        assert_eq!(admitted.len(), expected, "{name} {label}: admitted count");
+        let mut found_total = 0usize;
+        let mut truth_total = 0usize;
+        for q in &queries {
+            let hits = index.search(&Query { vector: Some(q), text: None, k: K }, &filter).unwrap();
+            let truth = oracle_top_k(records, q, K, &filter);
+            assert_eq!(hits.len(), truth.len(), "{name} {label}: result count");
+            for hit in &hits {
+                let meta = records[hit.id.0 as usize - 1].fragment.meta();
+                assert!(filter.admits(&meta), "{name} {label}: {} is outside the filter", hit.id);
+                assert!(expect(expected)(&hit.plan.strategy), "{name} {label}: plan {:?}", hit.plan);
+                assert_eq!(hit.plan.admitted, expected);
+                assert!(hit.vector.is_some() && hit.lexical.is_none());
+            }
+            truth_total += truth.len();
+            found_total += truth.iter().filter(|id| hits.iter().any(|h| h.id.0 == **id)).count();
+        }
+        let recall = found_total as f64 / truth_total as f64;
+        assert!(recall >= floor, "{name} {label}: recall@10 {recall:.4} < {floor}");
+    }
+}
+
+fn is_exact(s: &Strategy) -> bool {
+    *s == Strategy::ExactScan
+}
+fn is_hnsw(s: &Strategy) -> bool {
+    matches!(s, Strategy::Hnsw { .. })
+}
+
+#[test]
+fn the_flat_index_is_exact_at_every_selectivity() {
+    let index = build(Arc::new(FlatIndex::new(DIM)), None, PlannerConfig::default(), corpus());
+    check_recall("flat", &index, |_| is_exact);
+}
+
+#[cfg(feature = "usearch")]
+mod hnsw {
+    use super::*;
+    use colmem_index::{HnswConfig, HnswIndex, Quantization};
+
+    fn hnsw(quantization: Quantization) -> Arc<dyn VectorIndex> {
+        Arc::new(HnswIndex::new(DIM, HnswConfig { quantization, ..HnswConfig::default() }).unwrap())
+    }
+
+    #[test]
+    fn the_exact_scan_over_the_admitted_list_is_exact() {
+        let index = build(hnsw(Quantization::F32), None, always_exact(), corpus());
+        check_recall("scan", &index, |_| is_exact);
+    }
+
+    #[test]
+    fn the_filtered_hnsw_walk_has_recall_at_every_selectivity() {
+        let index = build(hnsw(Quantization::F32), None, always_hnsw(), corpus());
+        check_recall("hnsw", &index, |_| is_hnsw);
+    }
+
+    #[test]
+    fn the_planner_scans_small_sets_and_walks_large_ones() {
+        let index = build(hnsw(Quantization::F32), None, planned(), corpus());
+        check_recall("planned", &index, |admitted| if admitted <= 100 { is_exact } else { is_hnsw });
+    }
+
+    /// Quantised vectors rank near-ties differently from the f32 oracle: a lower floor.
+    #[test]
+    fn quantised_graphs_keep_most_of_the_recall() {
+        for (quantization, floor) in [(Quantization::F16, 0.95), (Quantization::I8, 0.9)] {
+            let index = build(hnsw(quantization), None, planned(), corpus());
+            let name = format!("{quantization:?}");
+            check_recall_at_least(&name, &index, |admitted| if admitted <= 100 { is_exact } else { is_hnsw }, floor);
+        }
+    }
+
+    #[test]
+    fn candidates_grow_as_selectivity_falls() {
+        let index = build(hnsw(Quantization::F32), None, always_hnsw(), corpus());
+        let plans: Vec<_> = readers().iter().map(|(_, f, _)| index.plan(f)).collect();
+        let candidates: Vec<usize> = plans
+            .iter()
+            .map(|p| match p.strategy {
+                Strategy::Hnsw { candidates } => candidates,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(candidates.windows(2).all(|w| w[0] <= w[1]), "{candidates:?}");
+        assert!(candidates[0] < candidates[2], "{candidates:?}");
+    }
+}
+
+fn lexical_backends() -> Vec<(&'static str, Arc<dyn LexicalIndex>)> {
+    let mut backends: Vec<(&'static str, Arc<dyn LexicalIndex>)> = vec![("memory", Arc::new(MemoryBm25::new()))];
+    #[cfg(feature = "tantivy")]
+    backends.push(("tantivy", Arc::new(colmem_index::TantivyBm25::new().unwrap())));
+    backends
+}
+
+#[test]
+fn filtered_bm25_returns_the_exact_filtered_top_k() {
+    let records = corpus();
+    for (name, lexical) in lexical_backends() {
+        let index = build(Arc::new(FlatIndex::new(DIM)), Some(lexical.clone()), PlannerConfig::default(), records);
+        for (label, filter, _) in readers() {
+            for words in ["garden budget", "river doctor concert", "invoice"] {
+                let hits = index.search(&Query { vector: None, text: Some(words), k: K }, &filter).unwrap();
+                // Oracle: the unfiltered ranking cut to the admitted ones.
+                let all = lexical.search(words, N, &colmem_index::Admit::All).unwrap();
+                let truth: Vec<u64> = all
+                    .iter()
+                    .filter(|h| filter.admits(&records[h.id as usize - 1].fragment.meta()))
+                    .take(K)
+                    .map(|h| h.id)
+                    .collect();
+                let got: Vec<u64> = hits.iter().map(|h| h.id.0).collect();
+                assert_eq!(got.len(), truth.len(), "{name} {label} {words}");
+                let mut a = got.clone();
+                let mut b = truth.clone();
+                a.sort();
+                b.sort();
+                // Ties in BM25 score may order differently; the set must match unless tied at the cut.
+                let overlap = a.iter().filter(|x| b.contains(x)).count();
+                assert!(overlap + 1 >= a.len(), "{name} {label} {words}: {got:?} vs {truth:?}");
+                assert!(hits.iter().all(|h| h.lexical.is_some() && h.vector.is_none()));
+            }
+        }
+    }
+}
+
+#[test]
+fn hybrid_results_fuse_ranks_and_explain_them() {
+    let records = corpus();
+    for (name, lexical) in lexical_backends() {
+        let index = build(Arc::new(FlatIndex::new(DIM)), Some(lexical), PlannerConfig::default(), records);
+        let (_, filter, _) = &readers()[1];
+        let target = &records[500]; // i = 499? pick one the 10% reader sees
+        let target = if filter.admits(&target.fragment.meta()) { target } else { &records[500 - 500 % 10] };
+        let vector = target.embedding.as_ref().unwrap().vector.clone();
+        let words = target.fragment.content.clone();
+        let hits = index
+            .search(&Query { vector: Some(&vector), text: Some(&words), k: K }, filter)
+            .unwrap();
+        assert_eq!(hits.len(), K, "{name}");
+        assert_eq!(hits[0].id, target.fragment.id, "{name}: the fragment matching both signals ranks first");
+        let config = index.config().fusion;
+        for hit in &hits {
+            let mut fused = 0.0;
+            if let Some(v) = hit.vector {
+                fused += config.vector_weight / (config.rrf_k + v.rank as f64);
+            }
+            if let Some(l) = hit.lexical {
+                fused += config.lexical_weight / (config.rrf_k + l.rank as f64);
+            }
+            assert!((fused - hit.fused).abs() < 1e-12, "{name}: fused score is the sum of its signals");
+            assert!(filter.admits(&records[hit.id.0 as usize - 1].fragment.meta()));
+        }
+        assert!(hits.windows(2).all(|w| w[0].fused >= w[1].fused));
+        // Zero lexical weight: the ranking is the vector ranking.
+        let vector_only = index.search(&Query { vector: Some(&vector), text: None, k: K }, filter).unwrap();
+        assert_eq!(vector_only[0].id, target.fragment.id);
+    }
+}
+
+#[test]
+fn a_query_needs_a_signal_and_an_empty_filter_returns_nothing() {
+    let index = build(Arc::new(FlatIndex::new(DIM)), None, PlannerConfig::default(), &corpus()[..100]);
+    let (_, filter, _) = &readers()[1];
+    assert!(index.search(&Query { vector: None, text: None, k: 3 }, filter).is_err());
+    let nobody = reader(user("nobody"), agent("nobody"), &[], &[], &[], 10_000);
+    let q = vec![0.5; DIM];
+    assert!(index.search(&Query { vector: Some(&q), text: None, k: 3 }, &nobody).unwrap().is_empty());
+    assert_eq!(index.plan(&nobody).strategy, Strategy::Empty);
+}
+
+fn shared_hybrid() -> &'static HybridIndex {
+    static INDEX: OnceLock<HybridIndex> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        #[cfg(feature = "usearch")]
+        let vector: Arc<dyn VectorIndex> =
+            Arc::new(colmem_index::HnswIndex::new(DIM, colmem_index::HnswConfig::default()).unwrap());
+        #[cfg(not(feature = "usearch"))]
+        let vector: Arc<dyn VectorIndex> = Arc::new(FlatIndex::new(DIM));
+        let lexical = lexical_backends().pop().map(|(_, l)| l);
+        build(vector, lexical, planned(), corpus())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn nothing_outside_the_filter_is_ever_returned(
+        u in 0usize..4, a in 0usize..5, agents in 0u8..32, resources in 0u8..4, groups in 0u8..4,
+        q in 0usize..N, words in 0usize..16, k in 1usize..40,
+    ) {
+        let users = [user("u-fill"), user("u-mid"), user("u-tiny"), user("u-other")];
+        let all_agents = [agent("a-team"), agent("a-mid"), agent("a-tiny"), agent("a-one"), agent("a-fill")];
+        let pick = |mask: u8, n: usize| (0..n).filter(move |i| mask & (1 << i) != 0);
+        let filter = reader(
+            users[u],
+            all_agents[a],
+            &pick(agents, 5).map(|i| all_agents[i]).collect::<Vec<_>>(),
+            &pick(resources, 2).map(|i| [resource("r-tiny"), resource("r-one")][i]).collect::<Vec<_>>(),
+            &pick(groups, 2).map(|i| [group("team"), group("mid")][i]).collect::<Vec<_>>(),
+            10_000,
+        );
+        let records = corpus();
+        let vector = records[q].embedding.as_ref().unwrap().vector.clone();
+        let index = shared_hybrid();
+        let hits = index
+            .search(&Query { vector: Some(&vector), text: Some(WORDS[words]), k }, &filter)
+            .unwrap();
+        let admitted = records.iter().filter(|r| filter.admits(&r.fragment.meta())).count();
+        prop_assert_eq!(hits.len(), k.min(admitted));
+        for hit in hits {
+            prop_assert!(filter.admits(&records[hit.id.0 as usize - 1].fragment.meta()));
+        }
+    }
+}
