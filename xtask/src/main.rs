@@ -1,2 +1,121 @@
-//! `cargo xtask`: colmem's automation.
-fn main() {}
+//! `cargo xtask`: colmem's automation — scenarios, benchmarks, tidy checks and the CI entry.
+//!
+//! Benchmarks always run an optimised build: when this binary was built without
+//! optimisations, `bench` re-runs itself through `cargo run --release`.
+
+mod bench_access;
+mod scenario_access;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "cargo xtask", about = "colmem's automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Task,
+}
+
+#[derive(Subcommand, Debug)]
+enum Task {
+    /// Run a scenario and print its table.
+    Scenario {
+        /// The scenario: `access` or `all`.
+        name: String,
+        /// Print one JSON object as the last line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure performance (always an optimised build).
+    Bench {
+        #[command(subcommand)]
+        bench: Bench,
+    },
+    /// Check that crate dependencies follow the stack in DESIGN section 1.
+    Tidy,
+    /// The test command of README.md, run by CI: every test of the workspace.
+    Test,
+}
+
+#[derive(Subcommand, Debug)]
+enum Bench {
+    /// Admission cost of the compiled read filter.
+    Access(bench_access::BenchAccessArgs),
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<ExitCode> {
+    let cli = Cli::parse();
+    let root = repo_root();
+    match cli.command {
+        Task::Scenario { name, json } => match name.as_str() {
+            "access" | "all" => scenario_access::run(json)?,
+            other => bail!("unknown scenario {other:?}: try `access` or `all`"),
+        },
+        Task::Bench { bench } => {
+            if cfg!(debug_assertions) {
+                return rerun_optimised();
+            }
+            match bench {
+                Bench::Access(args) => bench_access::run(&args)?,
+            }
+        }
+        Task::Tidy => tidy::run(&root)?,
+        Task::Test => return test(&root),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The repository root (the parent of `xtask/`).
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Runs the same xtask command line again from an optimised build.
+fn rerun_optimised() -> Result<ExitCode> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let status = cargo()
+        .args(["run", "--quiet", "--release", "--package", "xtask", "--"])
+        .args(&args)
+        .current_dir(repo_root())
+        .status()
+        .context("running the optimised build of xtask")?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn test(root: &Path) -> Result<ExitCode> {
+    let status = cargo()
+        .args(["test", "--workspace", "--all-features", "--locked"])
+        .current_dir(root)
+        .status()
+        .context("running cargo test")?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,107 @@
+//! Errors of the access kernel.
+
+use colmem_core::{AgentId, Edge, ErrorKind, Forbidden, GroupId, Principal, Timestamp, UserId};
+
+/// `Result` with [`AccessError`].
+pub type Result<T, E = AccessError> = std::result::Result<T, E>;
+
+/// Why an access-graph change, a write or a policy was refused. Every refusal leaves
+/// the graph unchanged.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AccessError {
+    /// An id that names no registered principal.
+    #[error("unknown {kind} {name:?}: register it first")]
+    UnknownPrincipal {
+        /// `user`, `agent`, `resource` or `group`.
+        kind: &'static str,
+        /// The name.
+        name: String,
+    },
+    /// A principal registered twice.
+    #[error("{principal} is already registered")]
+    Duplicate {
+        /// The principal.
+        principal: Principal,
+    },
+    /// An event dated before the last one in the log.
+    #[error(
+        "event dated {at} is before the last logged event ({last}): the log is append-only in time"
+    )]
+    OutOfOrder {
+        /// The event's date.
+        at: Timestamp,
+        /// The date of the last logged event.
+        last: Timestamp,
+    },
+    /// A membership that would make a group contain itself.
+    #[error("member({member}, {group}) would form a cycle of group memberships")]
+    Cycle {
+        /// The group that would become a member.
+        member: GroupId,
+        /// The containing group.
+        group: GroupId,
+    },
+    /// A revocation of an edge that is not granted at that moment.
+    #[error("{edge} is not granted at {at}: nothing to revoke")]
+    NothingToRevoke {
+        /// The edge.
+        edge: Edge,
+        /// The revocation's date.
+        at: Timestamp,
+    },
+    /// An observation by an agent in several crews, with no scope named.
+    #[error("agent {agent} is in {crews} crews; name the scope of this observation explicitly")]
+    AmbiguousScope {
+        /// The writing agent.
+        agent: AgentId,
+        /// How many crews it is in.
+        crews: usize,
+    },
+    /// A derived fragment whose parents belong to different users.
+    #[error("derived fragments keep one user: parents belong to {first} and {second}")]
+    MixedUsers {
+        /// One user.
+        first: UserId,
+        /// Another.
+        second: UserId,
+    },
+    /// A derivation that would make knowledge visible to more readers than its parents.
+    #[error("deriving would widen visibility: {reason}; promote explicitly instead")]
+    Widening {
+        /// What would widen.
+        reason: String,
+    },
+    /// A policy pattern that is not a valid regular expression.
+    #[error("invalid policy pattern {pattern:?}: {message}")]
+    InvalidPattern {
+        /// The pattern.
+        pattern: String,
+        /// The regex error.
+        message: String,
+    },
+    /// The read or write rule refused the request.
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    /// Malformed core input (e.g. a reversed interval).
+    #[error(transparent)]
+    Core(#[from] colmem_core::Error),
+}
+
+impl AccessError {
+    /// The broad class of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AccessError::UnknownPrincipal { .. } => ErrorKind::NotFound,
+            AccessError::Duplicate { .. }
+            | AccessError::OutOfOrder { .. }
+            | AccessError::Cycle { .. }
+            | AccessError::NothingToRevoke { .. } => ErrorKind::Conflict,
+            AccessError::AmbiguousScope { .. }
+            | AccessError::MixedUsers { .. }
+            | AccessError::InvalidPattern { .. } => ErrorKind::InvalidInput,
+            AccessError::Widening { .. } | AccessError::Forbidden(_) => ErrorKind::Forbidden,
+            AccessError::Core(e) => e.kind(),
+        }
+    }
+}

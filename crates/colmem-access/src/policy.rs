@@ -1,0 +1,412 @@
+//! Write and read policies: how one interaction is split into a private part and a
+//! shared part, and how a read result may be narrowed or transformed for display.
+//!
+//! Write policies are set at system level and overridden per agent, per user and per
+//! (user, agent) pair. The most specific level wins — pair, then user, then agent,
+//! then system: the user owns the data, so the user's choice beats the agent's
+//! default — except that redactions the system marks mandatory are applied to every
+//! part whatever the winning level says.
+//!
+//! Read policies can only drop results or transform their text: the read rule has
+//! already decided visibility, and no policy can add to it.
+
+use std::collections::BTreeMap;
+
+use colmem_core::{AgentId, Fragment, Scope, UserId};
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::error::{AccessError, Result};
+use crate::redact::{Redaction, Redactor, whole_word_pattern};
+
+/// One transformation applied to a part of an interaction.
+#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum Transform {
+    /// Replace personal data with placeholders.
+    Redact {
+        /// What to redact.
+        redact: Redaction,
+    },
+    /// Replace user ids (the writing user and any listed) with stable pseudonyms.
+    AnonymiseUsers,
+    /// Drop the part entirely when the pattern matches.
+    Block {
+        /// A regular expression.
+        pattern: String,
+    },
+}
+
+/// The policy for one part (private or shared) of an interaction.
+#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartPolicy {
+    /// Whether this part is written at all.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Transformations, applied in order.
+    #[serde(default)]
+    pub transforms: Vec<Transform>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for PartPolicy {
+    fn default() -> Self {
+        PartPolicy {
+            enabled: true,
+            transforms: Vec::new(),
+        }
+    }
+}
+
+/// How one interaction is split: a private part and a shared part.
+#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WritePolicy {
+    /// The part kept private to the user (and writing agent).
+    #[serde(default)]
+    pub private: PartPolicy,
+    /// The part shared beyond the user, under the default or requested scope.
+    #[serde(default = "shared_default")]
+    pub shared: PartPolicy,
+}
+
+fn shared_default() -> PartPolicy {
+    PartPolicy {
+        enabled: true,
+        transforms: vec![
+            Transform::Redact {
+                redact: Redaction::Emails,
+            },
+            Transform::Redact {
+                redact: Redaction::Phones,
+            },
+            Transform::Redact {
+                redact: Redaction::CardNumbers,
+            },
+        ],
+    }
+}
+
+impl Default for WritePolicy {
+    /// Private verbatim; shared with e-mails, phones and card numbers redacted.
+    fn default() -> Self {
+        WritePolicy {
+            private: PartPolicy::default(),
+            shared: shared_default(),
+        }
+    }
+}
+
+/// Write policies at every level, as configured (e.g. from TOML).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WritePolicies {
+    /// The system-wide policy.
+    #[serde(default)]
+    pub system: WritePolicy,
+    /// Redactions applied to every part whatever the winning level says.
+    #[serde(default)]
+    pub mandatory: Vec<Redaction>,
+    /// Overrides per agent.
+    #[serde(default)]
+    pub agents: BTreeMap<AgentId, WritePolicy>,
+    /// Overrides per user.
+    #[serde(default)]
+    pub users: BTreeMap<UserId, WritePolicy>,
+    /// Overrides per (user, agent) pair.
+    #[serde(default)]
+    pub pairs: Vec<PairPolicy>,
+}
+
+/// A write policy for one (user, agent) pair.
+#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+pub struct PairPolicy {
+    /// The user.
+    pub user: UserId,
+    /// The agent.
+    pub agent: AgentId,
+    /// The policy.
+    #[serde(flatten)]
+    pub policy: WritePolicy,
+}
+
+/// Which level of [`WritePolicies`] decided.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PolicyLevel {
+    /// The system policy.
+    System,
+    /// An agent override.
+    Agent,
+    /// A user override.
+    User,
+    /// A (user, agent) override.
+    Pair,
+}
+
+/// What became of one part of an interaction.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Part {
+    /// The part, transformed.
+    Kept(String),
+    /// A block pattern matched: the part is not written.
+    Blocked {
+        /// The pattern that matched.
+        pattern: String,
+    },
+    /// The policy does not write this part.
+    Disabled,
+}
+
+impl Part {
+    /// The text, if the part is written.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Part::Kept(text) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+/// One interaction split by policy.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Split {
+    /// The level whose policy applied.
+    pub level: PolicyLevel,
+    /// The private part.
+    pub private: Part,
+    /// The shared part.
+    pub shared: Part,
+}
+
+/// Compiled write policies: patterns checked once, when the configuration is loaded.
+#[derive(Clone, Debug)]
+pub struct WritePolicySet {
+    policies: WritePolicies,
+    mandatory: Redactor,
+}
+
+impl WritePolicySet {
+    /// Checks every pattern and name list in the configuration.
+    pub fn new(policies: WritePolicies) -> Result<Self> {
+        let levels = std::iter::once(&policies.system)
+            .chain(policies.agents.values())
+            .chain(policies.users.values())
+            .chain(policies.pairs.iter().map(|p| &p.policy));
+        for policy in levels {
+            for part in [&policy.private, &policy.shared] {
+                compile_part(part)?;
+            }
+        }
+        let mandatory = Redactor::new(&policies.mandatory)?;
+        Ok(WritePolicySet {
+            policies,
+            mandatory,
+        })
+    }
+
+    /// The policy for `(user, agent)`: the most specific level that has one.
+    pub fn resolve(&self, user: UserId, agent: AgentId) -> (PolicyLevel, &WritePolicy) {
+        let p = &self.policies;
+        if let Some(pair) = p
+            .pairs
+            .iter()
+            .rev()
+            .find(|p| p.user == user && p.agent == agent)
+        {
+            (PolicyLevel::Pair, &pair.policy)
+        } else if let Some(policy) = p.users.get(&user) {
+            (PolicyLevel::User, policy)
+        } else if let Some(policy) = p.agents.get(&agent) {
+            (PolicyLevel::Agent, policy)
+        } else {
+            (PolicyLevel::System, &p.system)
+        }
+    }
+
+    /// Splits `text`, written by `agent` for `user`, into its private and shared parts.
+    /// `known_users` are the user ids that anonymisation replaces besides `user`.
+    pub fn split(
+        &self,
+        user: UserId,
+        agent: AgentId,
+        text: &str,
+        known_users: &[UserId],
+    ) -> Result<Split> {
+        let (level, policy) = self.resolve(user, agent);
+        let mut users: Vec<UserId> = known_users.to_vec();
+        users.push(user);
+        Ok(Split {
+            level,
+            private: self.apply_part(&policy.private, text, &users)?,
+            shared: self.apply_part(&policy.shared, text, &users)?,
+        })
+    }
+
+    fn apply_part(&self, part: &PartPolicy, text: &str, users: &[UserId]) -> Result<Part> {
+        if !part.enabled {
+            return Ok(Part::Disabled);
+        }
+        let steps = compile_part(part)?;
+        let mut out = text.to_owned();
+        for step in &steps {
+            match step {
+                Step::Redact(redactor) => out = redactor.apply(&out),
+                Step::Anonymise => out = anonymise(&out, users),
+                Step::Block(pattern) => {
+                    if pattern.is_match(text) || pattern.is_match(&out) {
+                        return Ok(Part::Blocked {
+                            pattern: pattern.as_str().to_owned(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(Part::Kept(self.mandatory.apply(&out)))
+    }
+}
+
+enum Step {
+    Redact(Redactor),
+    Anonymise,
+    Block(Regex),
+}
+
+fn compile_part(part: &PartPolicy) -> Result<Vec<Step>> {
+    part.transforms
+        .iter()
+        .map(|t| match t {
+            Transform::Redact { redact } => {
+                Ok(Step::Redact(Redactor::new(std::slice::from_ref(redact))?))
+            }
+            Transform::AnonymiseUsers => Ok(Step::Anonymise),
+            Transform::Block { pattern } => {
+                Regex::new(pattern)
+                    .map(Step::Block)
+                    .map_err(|e| AccessError::InvalidPattern {
+                        pattern: pattern.clone(),
+                        message: e.to_string(),
+                    })
+            }
+        })
+        .collect()
+}
+
+/// A stable pseudonym for a user id: `user-` and eight hex digits of its hash.
+pub fn pseudonym(user: UserId) -> String {
+    let hash = blake3::hash(user.as_str().as_bytes());
+    format!("user-{}", &hash.to_hex()[..8])
+}
+
+fn anonymise(text: &str, users: &[UserId]) -> String {
+    let mut out = text.to_owned();
+    let mut users = users.to_vec();
+    // Longest names first, so a name that contains another is replaced whole.
+    users.sort_by_key(|u| std::cmp::Reverse(u.as_str().len()));
+    users.dedup();
+    for user in users {
+        // invariant: an escaped literal with word boundaries is always a valid pattern.
+        if let Ok(re) = Regex::new(&whole_word_pattern(user.as_str())) {
+            out = re.replace_all(&out, pseudonym(user).as_str()).into_owned();
+        }
+    }
+    out
+}
+
+/// The tier of a scope, for per-tier limits: private, shared or global.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum Tier {
+    /// `Agent` and `User` scopes.
+    Private,
+    /// `Group` scopes.
+    Shared,
+    /// `Global`.
+    Global,
+}
+
+impl Tier {
+    /// The tier of a scope.
+    pub fn of(scope: Scope) -> Tier {
+        match scope {
+            Scope::Agent | Scope::User => Tier::Private,
+            Scope::Group(_) => Tier::Shared,
+            Scope::Global => Tier::Global,
+        }
+    }
+}
+
+/// A ranked read result a read policy can narrow.
+pub trait Hit {
+    /// The fragment.
+    fn fragment(&self) -> &Fragment;
+    /// The fragment, for transforming its text.
+    fn fragment_mut(&mut self) -> &mut Fragment;
+    /// Its relevance score; higher is better.
+    fn score(&self) -> f32;
+}
+
+/// What a reader is shown of the fragments the read rule lets it see.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadPolicy {
+    /// At most this many results per tier (private, shared, global).
+    #[serde(default)]
+    pub top_k_per_tier: Option<usize>,
+    /// Drop results scoring below this.
+    #[serde(default)]
+    pub min_score: Option<f32>,
+    /// Keep only results containing one of these keywords (case-insensitive); empty keeps all.
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    /// Redactions applied to the text shown.
+    #[serde(default)]
+    pub redact: Vec<Redaction>,
+}
+
+impl ReadPolicy {
+    /// Narrows and transforms `hits` (in rank order). The result is always a
+    /// subsequence of the input, in the same order.
+    pub fn apply<H: Hit>(&self, hits: Vec<H>) -> Result<Vec<H>> {
+        let redactor = Redactor::new(&self.redact)?;
+        let keywords: Vec<String> = self
+            .keywords
+            .iter()
+            .map(|k| k.trim().to_lowercase())
+            .filter(|k| !k.is_empty())
+            .collect();
+        let mut per_tier: BTreeMap<Tier, usize> = BTreeMap::new();
+        let mut out = Vec::with_capacity(hits.len());
+        for mut hit in hits {
+            if self.min_score.is_some_and(|min| !(hit.score() >= min)) {
+                continue;
+            }
+            if !keywords.is_empty() {
+                let fragment = hit.fragment();
+                let content = fragment.content.to_lowercase();
+                let matches = keywords.iter().any(|k| {
+                    content.contains(k.as_str())
+                        || fragment.keywords.iter().any(|fk| fk.to_lowercase() == *k)
+                });
+                if !matches {
+                    continue;
+                }
+            }
+            if let Some(k) = self.top_k_per_tier {
+                let count = per_tier.entry(Tier::of(hit.fragment().scope)).or_default();
+                if *count >= k {
+                    continue;
+                }
+                *count += 1;
+            }
+            if !redactor.is_empty() {
+                let fragment = hit.fragment_mut();
+                fragment.content = redactor.apply(&fragment.content);
+            }
+            out.push(hit);
+        }
+        Ok(out)
+    }
+}

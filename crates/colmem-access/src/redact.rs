@@ -1,0 +1,292 @@
+//! Redaction: finds personal data in text and replaces it with typed placeholders.
+//!
+//! All detectors run over the original text; their matches are merged where they
+//! overlap and replaced in one pass, so one detector's placeholder is never fed to
+//! another and overlapping matches cannot corrupt the output. Offsets are byte
+//! offsets on char boundaries, so any Unicode input is safe.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::error::{AccessError, Result};
+
+/// A kind of personal data to redact.
+#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type", content = "names")]
+pub enum Redaction {
+    /// E-mail addresses.
+    Emails,
+    /// Telephone numbers: 7 to 15 digits in the usual groupings; ISO dates are left alone.
+    Phones,
+    /// Card-like numbers: 13 to 19 digits, optionally grouped by spaces or dashes.
+    CardNumbers,
+    /// The given names, matched whole-word and case-insensitively.
+    Names(Vec<String>),
+}
+
+impl Redaction {
+    fn label(&self) -> &'static str {
+        match self {
+            Redaction::Emails => "[email]",
+            Redaction::Phones => "[phone]",
+            Redaction::CardNumbers => "[card]",
+            Redaction::Names(_) => "[name]",
+        }
+    }
+}
+
+// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
+#[allow(clippy::expect_used)]
+static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[\p{L}\p{N}._%+\-]+@[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+)*\.\p{L}{2,}")
+        .expect("invariant: constant pattern")
+});
+#[allow(clippy::expect_used)]
+static PHONE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?:\+\d{1,3}[\s.\-]?)?(?:\(\d{1,4}\)[\s.\-]?)?\d{2,5}(?:[\s.\-]\d{2,5}){1,4}|\+?\d{7,15}",
+    )
+    .expect("invariant: constant pattern")
+});
+#[allow(clippy::expect_used)]
+static ISO_DATE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\d{4}-\d{2}-\d{2}$").expect("invariant: constant pattern"));
+#[allow(clippy::expect_used)]
+static CARD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\d(?:[ \-]?\d){12,18}").expect("invariant: constant pattern"));
+
+fn digit_count(s: &str) -> usize {
+    s.bytes().filter(u8::is_ascii_digit).count()
+}
+
+/// Whether the match is not glued to more digits or letters on either side.
+fn standalone(text: &str, start: usize, end: usize) -> bool {
+    let before = text[..start].chars().next_back();
+    let after = text[end..].chars().next();
+    !before.is_some_and(|c| c.is_alphanumeric()) && !after.is_some_and(|c| c.is_alphanumeric())
+}
+
+/// A case-insensitive pattern for `name` as a whole word: word boundaries only where
+/// the name starts or ends with a word character, so names ending in punctuation match.
+pub(crate) fn whole_word_pattern(name: &str) -> String {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    format!(
+        "(?i){}{}{}",
+        if word(name.chars().next()) { r"\b" } else { "" },
+        regex::escape(name),
+        if word(name.chars().next_back()) {
+            r"\b"
+        } else {
+            ""
+        },
+    )
+}
+
+/// A compiled set of redactions.
+#[derive(Clone, Debug, Default)]
+pub struct Redactor {
+    kinds: Vec<Redaction>,
+    names: Vec<Regex>,
+}
+
+impl Redactor {
+    /// Compiles the redactions; each configured name becomes a case-insensitive
+    /// whole-word pattern (word boundaries only where the name starts or ends with a
+    /// word character, so names ending in punctuation still match).
+    pub fn new(kinds: &[Redaction]) -> Result<Self> {
+        let mut names = Vec::new();
+        for kind in kinds {
+            let Redaction::Names(list) = kind else {
+                continue;
+            };
+            for name in list.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+                let pattern = whole_word_pattern(name);
+                names.push(
+                    Regex::new(&pattern).map_err(|e| AccessError::InvalidPattern {
+                        pattern,
+                        message: e.to_string(),
+                    })?,
+                );
+            }
+        }
+        Ok(Redactor {
+            kinds: kinds.to_vec(),
+            names,
+        })
+    }
+
+    /// Whether it redacts nothing.
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
+
+    /// The spans to redact, merged, with their placeholders.
+    fn spans(&self, text: &str) -> Vec<(usize, usize, &'static str)> {
+        let mut spans: Vec<(usize, usize, &'static str)> = Vec::new();
+        for kind in &self.kinds {
+            let label = kind.label();
+            match kind {
+                Redaction::Emails => {
+                    spans.extend(EMAIL.find_iter(text).map(|m| (m.start(), m.end(), label)));
+                }
+                Redaction::Phones => spans.extend(
+                    PHONE
+                        .find_iter(text)
+                        .filter(|m| (7..=15).contains(&digit_count(m.as_str())))
+                        .filter(|m| !ISO_DATE.is_match(m.as_str()))
+                        .filter(|m| standalone(text, m.start(), m.end()))
+                        .map(|m| (m.start(), m.end(), label)),
+                ),
+                Redaction::CardNumbers => spans.extend(
+                    CARD.find_iter(text)
+                        .filter(|m| standalone(text, m.start(), m.end()))
+                        .map(|m| (m.start(), m.end(), label)),
+                ),
+                Redaction::Names(_) => {}
+            }
+        }
+        for name in &self.names {
+            spans.extend(name.find_iter(text).map(|m| (m.start(), m.end(), "[name]")));
+        }
+        spans.retain(|(s, e, _)| s < e);
+        spans.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
+        let mut merged: Vec<(usize, usize, &'static str)> = Vec::with_capacity(spans.len());
+        for (start, end, label) in spans {
+            match merged.last_mut() {
+                Some(last) if start < last.1 => {
+                    // Spans come sorted by start, longest first: one inside the last keeps its label.
+                    if end > last.1 {
+                        last.1 = end;
+                    } else {
+                        continue;
+                    }
+                    if last.2 != label {
+                        // A card number is also digits a phone pattern sees: keep the stronger label.
+                        last.2 = match (last.2, label) {
+                            ("[card]", "[phone]") | ("[phone]", "[card]") => "[card]",
+                            _ => "[redacted]",
+                        };
+                    }
+                }
+                _ => merged.push((start, end, label)),
+            }
+        }
+        merged
+    }
+
+    /// The text with every match replaced by its placeholder.
+    pub fn apply(&self, text: &str) -> String {
+        let spans = self.spans(text);
+        if spans.is_empty() {
+            return text.to_owned();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (start, end, label) in spans {
+            out.push_str(&text[at..start]);
+            out.push_str(label);
+            at = end;
+        }
+        out.push_str(&text[at..]);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redact(kinds: &[Redaction], text: &str) -> String {
+        Redactor::new(kinds).unwrap().apply(text)
+    }
+
+    fn all() -> Vec<Redaction> {
+        vec![
+            Redaction::Emails,
+            Redaction::Phones,
+            Redaction::CardNumbers,
+            Redaction::Names(vec!["Zoë".into(), "Ann Lee".into()]),
+        ]
+    }
+
+    #[test]
+    fn detects_each_kind() {
+        let cases = [
+            (
+                "mail me at ann.lee+x@example.co.uk today",
+                "mail me at [email] today",
+            ),
+            ("call +1 (555) 123-4567 now", "call [phone] now"),
+            ("call 555.123.4567", "call [phone]"),
+            ("card 4111 1111 1111 1111 expires", "card [card] expires"),
+            ("card 4111-1111-1111-1111", "card [card]"),
+            ("zoë and ANN LEE met", "[name] and [name] met"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact(&all(), input), expected, "{input}");
+        }
+    }
+
+    #[test]
+    fn leaves_ordinary_numbers_and_dates() {
+        for text in [
+            "on 2026-03-01 we met",
+            "room 42, floor 7",
+            "the year 2023",
+            "order #12345",
+            "version 1.2.3",
+        ] {
+            assert_eq!(redact(&all(), text), text);
+        }
+    }
+
+    #[test]
+    fn unicode_and_empty_input() {
+        assert_eq!(redact(&all(), ""), "");
+        assert_eq!(
+            redact(&all(), "日本語のテキスト: zoë@例え.jp と Zoë"),
+            "日本語のテキスト: [email] と [name]"
+        );
+        assert_eq!(
+            redact(&all(), "🙂🙂 +44 20 7946 0958 🙂"),
+            "🙂🙂 [phone] 🙂"
+        );
+        // A name inside a longer word is not a match.
+        assert_eq!(redact(&all(), "Annabel Leeds"), "Annabel Leeds");
+    }
+
+    #[test]
+    fn overlapping_matches_merge_into_one_placeholder() {
+        // The name "Ann Lee" overlaps the e-mail's local part.
+        assert_eq!(
+            redact(&all(), "write to Ann Lee@example.com please"),
+            "write to [redacted] please"
+        );
+        // Card and phone detectors both see this number: one placeholder.
+        assert_eq!(redact(&all(), "n: 4111111111111111."), "n: [card].");
+        // Overlapping names.
+        let names = vec![Redaction::Names(vec![
+            "Ann".into(),
+            "Ann Lee".into(),
+            "Lee Smith".into(),
+        ])];
+        assert_eq!(redact(&names, "Ann Lee Smith"), "[name]");
+    }
+
+    #[test]
+    fn empty_and_blank_names_are_ignored() {
+        let kinds = vec![Redaction::Names(vec![String::new(), "  ".into()])];
+        assert_eq!(redact(&kinds, "nothing to hide"), "nothing to hide");
+    }
+
+    #[test]
+    fn names_are_escaped() {
+        let kinds = vec![Redaction::Names(vec!["a.b (c)".into()])];
+        assert_eq!(
+            redact(&kinds, "see a.b (c) and axb (c)"),
+            "see [name] and axb (c)"
+        );
+    }
+}

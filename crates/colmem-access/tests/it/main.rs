@@ -1,0 +1,5 @@
+//! Integration tests of the access kernel.
+
+mod oracle;
+mod policies;
+mod rules;
