@@ -147,7 +147,10 @@ mod tests {
     fn an_untouched_chain_is_intact() {
         let entries = chain(5);
         let head = (5, entries[4].hash);
-        assert_eq!(check(entries, head), AuditStatus::Intact { entries: 5, head });
+        assert_eq!(
+            check(entries, head),
+            AuditStatus::Intact { entries: 5, head }
+        );
         assert!(matches!(
             check(Vec::new(), (0, Digest::default())),
             AuditStatus::Intact { entries: 0, .. }
@@ -163,24 +166,36 @@ mod tests {
         edited[2].at = Timestamp::from_millis(99);
         assert_eq!(
             check(edited, head),
-            AuditStatus::Broken { seq: 3, problem: AuditProblem::Edited }
+            AuditStatus::Broken {
+                seq: 3,
+                problem: AuditProblem::Edited
+            }
         );
 
         let mut deleted = entries.clone();
         deleted.remove(1);
         assert_eq!(
             check(deleted, head),
-            AuditStatus::Broken { seq: 3, problem: AuditProblem::BrokenLink }
+            AuditStatus::Broken {
+                seq: 3,
+                problem: AuditProblem::BrokenLink
+            }
         );
 
         let mut reordered = entries.clone();
         reordered.swap(1, 2);
-        assert!(matches!(check(reordered, head), AuditStatus::Broken { seq: 3, .. }));
+        assert!(matches!(
+            check(reordered, head),
+            AuditStatus::Broken { seq: 3, .. }
+        ));
 
         let truncated = entries[..4].to_vec();
         assert_eq!(
             check(truncated, head),
-            AuditStatus::Broken { seq: 5, problem: AuditProblem::Truncated }
+            AuditStatus::Broken {
+                seq: 5,
+                problem: AuditProblem::Truncated
+            }
         );
     }
 }

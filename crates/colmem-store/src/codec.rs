@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use colmem_core::{
-    AgentId, CardFields, CardRelation, Embedding, Fragment, FragmentId, Granularity, GroupId,
-    Kind, Provenance, ResourceId, Scope, Source, Timestamp, UserId, Validity,
+    AgentId, CardFields, CardRelation, Embedding, Fragment, FragmentId, Granularity, GroupId, Kind,
+    Provenance, ResourceId, Scope, Source, Timestamp, UserId, Validity,
 };
 use rusqlite::Row;
 
@@ -57,20 +57,27 @@ fn scope_from_columns(scope: &str, group: Option<&str>) -> Result<Scope> {
         ("agent", None) => Scope::Agent,
         ("user", None) => Scope::User,
         ("global", None) => Scope::Global,
-        ("group", Some(g)) => Scope::Group(GroupId::new(g).map_err(|e| Error::corrupt(e.to_string()))?),
+        ("group", Some(g)) => {
+            Scope::Group(GroupId::new(g).map_err(|e| Error::corrupt(e.to_string()))?)
+        }
         _ => return Err(Error::corrupt(format!("unknown scope {scope:?}"))),
     })
 }
 
 pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::InvalidInput(format!("cannot encode value: {e}")))
+    serde_json::to_string(value)
+        .map_err(|e| Error::InvalidInput(format!("cannot encode value: {e}")))
 }
 
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| Error::corrupt(format!("bad {what}: {e}")))
 }
 
-fn names<T>(what: &str, text: &str, parse: impl Fn(&str) -> Result<T, colmem_core::Error>) -> Result<Vec<T>> {
+fn names<T>(
+    what: &str,
+    text: &str,
+    parse: impl Fn(&str) -> Result<T, colmem_core::Error>,
+) -> Result<Vec<T>> {
     let raw: Vec<String> = from_json(what, text)?;
     raw.iter()
         .map(|name| parse(name).map_err(|e| Error::corrupt(e.to_string())))
@@ -100,14 +107,15 @@ pub(crate) fn fragment_from_row(row: &Row<'_>) -> Result<Fragment> {
     let id = fragment_id(row.get(0)?)?;
     let granularity = granularity_from_str(&row.get::<_, String>(3)?)?;
     let kind = kind_from_str(&row.get::<_, String>(4)?)?;
-    let scope = scope_from_columns(&row.get::<_, String>(5)?, row.get::<_, Option<String>>(6)?.as_deref())?;
-    let validity = Validity::new(
-        Timestamp::from_millis(row.get(7)?),
-        opt_ts(row.get(8)?),
-    )
-    .map_err(|e| Error::corrupt(e.to_string()))?;
+    let scope = scope_from_columns(
+        &row.get::<_, String>(5)?,
+        row.get::<_, Option<String>>(6)?.as_deref(),
+    )?;
+    let validity = Validity::new(Timestamp::from_millis(row.get(7)?), opt_ts(row.get(8)?))
+        .map_err(|e| Error::corrupt(e.to_string()))?;
     let keywords: Vec<String> = from_json("keywords", &row.get::<_, String>(9)?)?;
-    let user = UserId::new(&row.get::<_, String>(10)?).map_err(|e| Error::corrupt(e.to_string()))?;
+    let user =
+        UserId::new(&row.get::<_, String>(10)?).map_err(|e| Error::corrupt(e.to_string()))?;
     let agents: BTreeSet<AgentId> = names("agents", &row.get::<_, String>(15)?, AgentId::new)?
         .into_iter()
         .collect();
@@ -121,7 +129,10 @@ pub(crate) fn fragment_from_row(row: &Row<'_>) -> Result<Fragment> {
         None => Vec::new(),
     };
     let parents: Vec<i64> = from_json("parents", &row.get::<_, String>(19)?)?;
-    let parents = parents.into_iter().map(fragment_id).collect::<Result<Vec<_>>>()?;
+    let parents = parents
+        .into_iter()
+        .map(fragment_id)
+        .collect::<Result<Vec<_>>>()?;
     Ok(Fragment {
         id,
         key: row.get(1)?,
@@ -143,24 +154,29 @@ pub(crate) fn fragment_from_row(row: &Row<'_>) -> Result<Fragment> {
         validity,
         keywords,
         superseded_at: opt_ts(row.get(12)?),
-        superseded_by: row.get::<_, Option<i64>>(13)?.map(fragment_id).transpose()?,
+        superseded_by: row
+            .get::<_, Option<i64>>(13)?
+            .map(fragment_id)
+            .transpose()?,
         deleted_at: opt_ts(row.get(14)?),
     })
 }
 
 /// The blob of a vector.
 pub(crate) fn vector_blob(vector: &[f32]) -> Vec<u8> {
-    let mut blob = Vec::with_capacity(vector.len() * 4);
-    for x in vector {
-        blob.extend_from_slice(&x.to_le_bytes());
+    let mut blob = vec![0u8; vector.len() * 4];
+    for (bytes, x) in blob.chunks_exact_mut(4).zip(vector) {
+        bytes.copy_from_slice(&x.to_le_bytes());
     }
     blob
 }
 
 /// An embedding from its columns.
 pub(crate) fn embedding_from_columns(embedder: String, blob: &[u8]) -> Result<Embedding> {
-    if blob.len() % 4 != 0 {
-        return Err(Error::corrupt("an embedding blob is not a whole number of f32"));
+    if !blob.len().is_multiple_of(4) {
+        return Err(Error::corrupt(
+            "an embedding blob is not a whole number of f32",
+        ));
     }
     let vector = blob
         .chunks_exact(4)
@@ -177,7 +193,10 @@ pub(crate) fn relation_columns(relation: &CardRelation) -> (&'static str, Option
     }
 }
 
-pub(crate) fn relation_from_columns(relation: &str, precondition: Option<String>) -> Result<CardRelation> {
+pub(crate) fn relation_from_columns(
+    relation: &str,
+    precondition: Option<String>,
+) -> Result<CardRelation> {
     Ok(match (relation, precondition) {
         ("supports", None) => CardRelation::Supports,
         ("satisfies", None) => CardRelation::Satisfies,

@@ -19,7 +19,9 @@ pub enum Error {
         id: FragmentId,
     },
     /// A value is larger than the configured limit.
-    #[error("{what} is {len} bytes, over the limit of {limit}: split it or raise the store's max_value_bytes")]
+    #[error(
+        "{what} is {len} bytes, over the limit of {limit}: split it or raise the store's max_value_bytes"
+    )]
     TooLarge {
         /// Which value.
         what: &'static str,
@@ -32,7 +34,9 @@ pub enum Error {
     #[error("invalid input: {0}")]
     InvalidInput(String),
     /// An access event dated before the last one in the log.
-    #[error("access event at {at} is dated before the last logged event at {last}: history is not rewritten, date it at or after {last}")]
+    #[error(
+        "access event at {at} is dated before the last logged event at {last}: history is not rewritten, date it at or after {last}"
+    )]
     EventOutOfOrder {
         /// The refused event's time.
         at: Timestamp,
@@ -54,7 +58,9 @@ pub enum Error {
         state: &'static str,
     },
     /// The database stayed locked past the busy deadline.
-    #[error("the database stayed busy for {waited:?}: retry later or raise the store's busy_deadline")]
+    #[error(
+        "the database stayed busy for {waited:?}: retry later or raise the store's busy_deadline"
+    )]
     Busy {
         /// How long the store retried.
         waited: Duration,
@@ -78,7 +84,9 @@ pub enum Error {
         detail: String,
     },
     /// The file was written by a newer colmem.
-    #[error("the store has schema version {found}, newer than the {supported} this colmem understands: upgrade colmem")]
+    #[error(
+        "the store has schema version {found}, newer than the {supported} this colmem understands: upgrade colmem"
+    )]
     SchemaTooNew {
         /// The file's version.
         found: i64,
@@ -86,7 +94,9 @@ pub enum Error {
         supported: i64,
     },
     /// A read-only store whose schema is older than this build's.
-    #[error("the store has schema version {found}, older than {supported}: open it read-write once to upgrade it")]
+    #[error(
+        "the store has schema version {found}, older than {supported}: open it read-write once to upgrade it"
+    )]
     SchemaTooOld {
         /// The file's version.
         found: i64,

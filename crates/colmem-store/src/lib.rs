@@ -9,8 +9,24 @@
 //! read rule refuses. The store knows nothing of the access graph itself
 //! (`colmem-access` compiles the filter): it only persists the events.
 //!
-//! With the `conformance` feature, [`conformance::run`] checks any
+//! With the `conformance` feature, `conformance::run` checks any
 //! implementation of the trait against the same behaviour.
+//!
+//! # The audit log and its growth
+//!
+//! Every write, update, delete, purge, access event and (through
+//! [`FragmentStore::record_reads`]) every read appends an entry chained by
+//! BLAKE3 hash to the one before it. Entries hold ids and digests, never text:
+//! a read entry is the reader and the returned ids (tens of bytes plus about
+//! eight per id), and a batch of reads is one transaction. The log grows
+//! linearly with activity; [`FragmentStore::archive_audit`] moves a prefix out
+//! for the caller to keep in cold storage and leaves an anchor `(seq, hash)`,
+//! so the remaining chain still verifies, and the archived entries verify
+//! against each other and the anchor. The head `(seq, hash)` that
+//! [`FragmentStore::verify_audit`] returns can be published elsewhere to detect
+//! a rewrite of the whole log.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod audit;
 mod codec;
@@ -27,6 +43,6 @@ pub use error::{Error, Result};
 pub use schema::SCHEMA_VERSION;
 pub use sqlite::{Mode, SqliteStore, StoreConfig, Synchronous};
 pub use store::{
-    CardRecord, CardWrite, Delete, FragmentStore, Interaction, ListQuery, Order, Purge,
-    ReadRecord, Supersede, VisibilityRecord, WriteReceipt,
+    CardRecord, CardWrite, Delete, FragmentStore, Interaction, ListQuery, Order, Purge, ReadRecord,
+    Supersede, VisibilityRecord, WriteReceipt,
 };

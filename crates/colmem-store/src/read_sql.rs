@@ -127,7 +127,10 @@ mod tests {
         assert!(!sql.text.contains("robert"), "{}", sql.text);
         assert!(!sql.text.contains("DROP"), "{}", sql.text);
         assert!(!sql.text.contains("42"), "{}", sql.text);
-        assert!(sql.params.contains(&Value::Text("robert-drop-table".into())));
+        assert!(
+            sql.params
+                .contains(&Value::Text("robert-drop-table".into()))
+        );
         assert!(sql.params.contains(&Value::Integer(7)));
     }
 }

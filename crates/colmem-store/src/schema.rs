@@ -29,7 +29,6 @@ const MIGRATIONS: &[&str] = &[
         superseded_by INTEGER,
         deleted_at    INTEGER
     );
-    CREATE INDEX fragments_user ON fragments (user, created_at);
     CREATE INDEX fragments_group ON fragments (scope_group) WHERE scope_group IS NOT NULL;
     CREATE INDEX fragments_key ON fragments (key) WHERE key IS NOT NULL;
 
@@ -144,7 +143,8 @@ pub(crate) fn version(conn: &Connection) -> Result<i64> {
         |row| row.get(0),
     )?;
     if !has_table {
-        let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
+        let objects: i64 =
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
         if objects > 0 {
             return Err(Error::corrupt(
                 "the file is a SQLite database but not a colmem store (no schema_version table)",
@@ -153,7 +153,9 @@ pub(crate) fn version(conn: &Connection) -> Result<i64> {
         return Ok(0);
     }
     let version: Option<i64> = conn
-        .query_row("SELECT max(version) FROM schema_version", [], |row| row.get(0))
+        .query_row("SELECT max(version) FROM schema_version", [], |row| {
+            row.get(0)
+        })
         .optional()?
         .flatten();
     Ok(version.unwrap_or(0))

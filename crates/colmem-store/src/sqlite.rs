@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use colmem_core::{
     AccessEvent, AgentId, AuditEntry, AuditEvent, CardEdge, CardFields, Change, ChangeFeed,
-    ChangeOp, Clock, Digest, Embedding, FeedError, Fragment, FragmentId, Granularity,
-    NewFragment, ReadFilter, StoredFragment, SystemClock, Timestamp, UserId, Validity,
+    ChangeOp, Clock, Digest, Embedding, FeedError, Fragment, FragmentId, Granularity, NewFragment,
+    ReadFilter, StoredFragment, SystemClock, Timestamp, UserId, Validity,
 };
 use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
@@ -121,7 +121,9 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_millis(25);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock dropped the open transaction, which rolled back.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A busy answer, for states SQLite reports in a result row rather than an error.
@@ -245,7 +247,8 @@ impl SqliteStore {
                         return Err(Error::Busy { waited });
                     }
                     attempt += 1;
-                    let jitter_us = self.jitter.hash_one(attempt) % (backoff.as_micros() as u64 + 1);
+                    let jitter_us =
+                        self.jitter.hash_one(attempt) % (backoff.as_micros() as u64 + 1);
                     let pause = (backoff + Duration::from_micros(jitter_us))
                         .min(self.config.busy_deadline.saturating_sub(waited));
                     std::thread::sleep(pause);
@@ -257,7 +260,10 @@ impl SqliteStore {
     }
 
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction with the store's "now".
-    fn write_tx<T>(&self, mut body: impl FnMut(&Transaction<'_>, Timestamp) -> Result<T>) -> Result<T> {
+    fn write_tx<T>(
+        &self,
+        mut body: impl FnMut(&Transaction<'_>, Timestamp) -> Result<T>,
+    ) -> Result<T> {
         if self.config.mode == Mode::ReadOnly {
             return Err(Error::ReadOnly);
         }
@@ -308,7 +314,12 @@ impl SqliteStore {
         self.check_len("keywords", f.keywords.iter().map(String::len).sum())?;
         self.check_len(
             "source turns",
-            f.provenance.source.turns.iter().map(String::len).sum::<usize>()
+            f.provenance
+                .source
+                .turns
+                .iter()
+                .map(String::len)
+                .sum::<usize>()
                 + f.provenance.source.session.as_ref().map_or(0, String::len),
         )?;
         if let Some(e) = &f.embedding {
@@ -324,8 +335,15 @@ impl SqliteStore {
                 ));
             }
         }
-        if f.provenance.source.parents.iter().any(|p| i64::try_from(p.0).is_err()) {
-            return Err(Error::InvalidInput("a parent fragment id is out of range".to_owned()));
+        if f.provenance
+            .source
+            .parents
+            .iter()
+            .any(|p| i64::try_from(p.0).is_err())
+        {
+            return Err(Error::InvalidInput(
+                "a parent fragment id is out of range".to_owned(),
+            ));
         }
         Ok(())
     }
@@ -358,7 +376,7 @@ impl SqliteStore {
         if let Some(key) = key {
             self.check_len("idempotency key", key.len())?;
         }
-        let digest = batch_digest(user, agent, items, &cards);
+        let digest = key.map(|_| batch_digest(user, agent, items, &cards));
         self.write_tx(|tx, now| {
             if let Some(key) = key {
                 let seen: Option<(Vec<u8>, String)> = tx
@@ -366,7 +384,7 @@ impl SqliteStore {
                     .query_row([key], |row| Ok((row.get(0)?, row.get(1)?)))
                     .optional()?;
                 if let Some((seen_digest, ids)) = seen {
-                    if seen_digest != digest.0 {
+                    if digest.is_none_or(|d| seen_digest != d.0) {
                         return Err(Error::IdempotencyConflict {
                             key: key.to_owned(),
                         });
@@ -397,10 +415,12 @@ impl SqliteStore {
                     fragments: audited,
                 },
             )?;
-            if let Some(key) = key {
+            if let (Some(key), Some(digest)) = (key, digest) {
                 let raw: Vec<u64> = ids.iter().map(|id| id.0).collect();
-                tx.prepare_cached("INSERT INTO idempotency (key, digest, ids) VALUES (?1, ?2, ?3)")?
-                    .execute(params![key, digest.0.as_slice(), json(&raw)?])?;
+                tx.prepare_cached(
+                    "INSERT INTO idempotency (key, digest, ids) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![key, digest.0.as_slice(), json(&raw)?])?;
             }
             Ok(WriteReceipt {
                 ids,
@@ -458,7 +478,9 @@ fn open_connection(location: &Location, config: &StoreConfig) -> Result<Connecti
                 ),
             };
             opened.map_err(|e| match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::NotADatabase) => Error::NotADatabase { path: path.clone() },
+                Some(rusqlite::ErrorCode::NotADatabase) => {
+                    Error::NotADatabase { path: path.clone() }
+                }
                 _ => Error::CannotOpen {
                     path: path.clone(),
                     detail: e.to_string(),
@@ -473,18 +495,26 @@ fn open_connection(location: &Location, config: &StoreConfig) -> Result<Connecti
         _ => Error::from(e),
     };
     conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    // 64 MiB of page cache per connection (negative = KiB): index updates of
+    // large batches stay in memory.
+    conn.pragma_update(None, "cache_size", -65_536)?;
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(not_a_database)?;
     conn.pragma_update(None, "secure_delete", true)
         .map_err(not_a_database)?;
     if let (Location::File(_), Mode::ReadWrite) = (location, config.mode) {
+        // Larger pages hold several 384-d embeddings each (this only takes
+        // effect on a new, empty file, before WAL mode is set).
+        conn.pragma_update(None, "page_size", 8192)
+            .map_err(not_a_database)?;
         let journal: String = conn
             .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
             .map_err(not_a_database)?;
         if !journal.eq_ignore_ascii_case("wal") {
-            return Err(Error::Sqlite(rusqlite::Error::InvalidParameterName(format!(
-                "journal_mode stayed {journal}"
-            ))));
+            return Err(Error::Sqlite(rusqlite::Error::InvalidParameterName(
+                format!("journal_mode stayed {journal}"),
+            )));
         }
         let sync = match config.synchronous {
             Synchronous::Normal => "NORMAL",
@@ -574,8 +604,9 @@ fn insert_fragment(tx: &Transaction<'_>, f: &NewFragment) -> Result<FragmentId> 
         }
     }
     {
-        let mut stmt = tx
-            .prepare_cached("INSERT INTO fragment_resources (fragment, resource) VALUES (?1, ?2)")?;
+        let mut stmt = tx.prepare_cached(
+            "INSERT INTO fragment_resources (fragment, resource) VALUES (?1, ?2)",
+        )?;
         for resource in &f.provenance.resources {
             stmt.execute(params![raw, resource.as_str()])?;
         }
@@ -610,7 +641,12 @@ fn insert_fragment(tx: &Transaction<'_>, f: &NewFragment) -> Result<FragmentId> 
     Ok(id)
 }
 
-fn insert_card(tx: &Transaction<'_>, id: FragmentId, fields: &CardFields, text: &str) -> Result<()> {
+fn insert_card(
+    tx: &Transaction<'_>,
+    id: FragmentId,
+    fields: &CardFields,
+    text: &str,
+) -> Result<()> {
     tx.prepare_cached("INSERT INTO cards (fragment, sign, fields) VALUES (?1, ?2, ?3)")?
         .execute(params![id_param(id)?, fields.sign.as_str(), text])?;
     Ok(())
@@ -665,14 +701,16 @@ fn append_audit_tx(tx: &Transaction<'_>, at: Timestamp, event: &AuditEvent) -> R
     let (seq, prev) = chain_point(tx, "audit_head")?;
     let entry = AuditEntry::chain(prev, seq + 1, at, event.clone());
     let seq = i64::try_from(entry.seq).map_err(|_| Error::corrupt("audit seq overflow"))?;
-    tx.prepare_cached("INSERT INTO audit (seq, at, event, prev, hash) VALUES (?1, ?2, ?3, ?4, ?5)")?
-        .execute(params![
-            seq,
-            ts(at),
-            json(&entry.event)?,
-            entry.prev.0.as_slice(),
-            entry.hash.0.as_slice()
-        ])?;
+    tx.prepare_cached(
+        "INSERT INTO audit (seq, at, event, prev, hash) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        seq,
+        ts(at),
+        json(&entry.event)?,
+        entry.prev.0.as_slice(),
+        entry.hash.0.as_slice()
+    ])?;
     tx.prepare_cached(
         "INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2) \
          ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
@@ -843,9 +881,11 @@ impl FragmentStore for SqliteStore {
                     state: "superseded",
                 });
             }
-            let old_validity =
-                Validity::new(Timestamp::from_millis(from), until.map(Timestamp::from_millis))
-                    .map_err(|e| Error::corrupt(e.to_string()))?;
+            let old_validity = Validity::new(
+                Timestamp::from_millis(from),
+                until.map(Timestamp::from_millis),
+            )
+            .map_err(|e| Error::corrupt(e.to_string()))?;
             // A new version that starts no later than the old one corrects it
             // rather than ending it in world time: the old interval is kept.
             let closed = old_validity
@@ -945,13 +985,11 @@ impl FragmentStore for SqliteStore {
                 .prepare_cached("SELECT at FROM access_events ORDER BY seq DESC LIMIT 1")?
                 .query_row([], |row| row.get(0))
                 .optional()?;
-            if let Some(last) = last {
-                if ts(event.at) < last {
-                    return Err(Error::EventOutOfOrder {
-                        at: event.at,
-                        last: Timestamp::from_millis(last),
-                    });
-                }
+            if let Some(last) = last.filter(|&last| ts(event.at) < last) {
+                return Err(Error::EventOutOfOrder {
+                    at: event.at,
+                    last: Timestamp::from_millis(last),
+                });
             }
             tx.prepare_cached("INSERT INTO access_events (at, body) VALUES (?1, ?2)")?
                 .execute(params![ts(event.at), body])?;
@@ -1008,7 +1046,11 @@ impl FragmentStore for SqliteStore {
             let rows = stmt.query_map(params![after, limit], audit_from_row)?;
             let mut out = Vec::new();
             for row in rows {
-                out.push(row?.map_err(|seq| Error::corrupt(format!("audit entry {seq} does not decode")))?);
+                out.push(
+                    row?.map_err(|seq| {
+                        Error::corrupt(format!("audit entry {seq} does not decode"))
+                    })?,
+                );
             }
             Ok(out)
         })
@@ -1020,7 +1062,8 @@ impl FragmentStore for SqliteStore {
             let anchor = chain_point(&tx, "audit_anchor")?;
             let head = chain_point(&tx, "audit_head")?;
             let mut check = ChainCheck::new(anchor);
-            let mut stmt = tx.prepare("SELECT seq, at, event, prev, hash FROM audit ORDER BY seq")?;
+            let mut stmt =
+                tx.prepare("SELECT seq, at, event, prev, hash FROM audit ORDER BY seq")?;
             let rows = stmt.query_map([], audit_from_row)?;
             for row in rows {
                 if let Err(status) = check.push(row?) {
@@ -1047,7 +1090,8 @@ impl FragmentStore for SqliteStore {
                 }
             }
             if let Some(last) = entries.last() {
-                let seq = i64::try_from(last.seq).map_err(|_| Error::corrupt("audit seq overflow"))?;
+                let seq =
+                    i64::try_from(last.seq).map_err(|_| Error::corrupt("audit seq overflow"))?;
                 tx.execute("DELETE FROM audit WHERE seq <= ?1", [seq])?;
                 tx.execute(
                     "INSERT INTO audit_anchor (id, seq, hash) VALUES (1, ?1, ?2) \
@@ -1084,8 +1128,9 @@ impl FragmentStore for SqliteStore {
         push_order_limit(&mut sql, query);
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&sql.text)?;
-            let rows =
-                stmt.query_map(params_from_iter(sql.params.iter()), |row| Ok(card_from_row(row)))?;
+            let rows = stmt.query_map(params_from_iter(sql.params.iter()), |row| {
+                Ok(card_from_row(row))
+            })?;
             let mut out = Vec::new();
             for row in rows {
                 out.push(row??);
@@ -1102,7 +1147,9 @@ impl FragmentStore for SqliteStore {
             )));
         }
         if edge.from == edge.to {
-            return Err(Error::InvalidInput("a card edge needs two different cards".to_owned()));
+            return Err(Error::InvalidInput(
+                "a card edge needs two different cards".to_owned(),
+            ));
         }
         let (relation, precondition) = codec::relation_columns(&edge.relation);
         if let Some(p) = precondition {

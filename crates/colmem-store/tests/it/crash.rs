@@ -38,7 +38,8 @@ fn crash_child_writer() {
     for i in start.. {
         let fragments = (0..parts(i))
             .map(|j| {
-                let mut f = with_embedding(fact(&format!("interaction {i} part {j}")), 384, i as f32);
+                let mut f =
+                    with_embedding(fact(&format!("interaction {i} part {j}")), 384, i as f32);
                 f.provenance.source.session = Some(session(i));
                 f
             })
@@ -77,7 +78,12 @@ fn killed_writers_leave_every_reported_write_and_no_torn_one() {
     let mut next = 0u64;
     for kill in 0..KILLS {
         let mut child = Command::new(&exe)
-            .args(["crash::crash_child_writer", "--exact", "--nocapture", "--test-threads=1"])
+            .args([
+                "crash::crash_child_writer",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_PATH, &path)
             .env(CHILD_START, next.to_string())
             .stdout(Stdio::piped())
@@ -90,7 +96,9 @@ fn killed_writers_leave_every_reported_write_and_no_torn_one() {
         while seen < target {
             let line = lines
                 .next()
-                .unwrap_or_else(|| panic!("seed {seed}: child {kill} exited early: {:?}", child.wait()))
+                .unwrap_or_else(|| {
+                    panic!("seed {seed}: child {kill} exited early: {:?}", child.wait())
+                })
                 .unwrap();
             if let Some(i) = line.strip_prefix("COMMITTED ") {
                 reported.insert(i.parse::<u64>().unwrap());
@@ -101,7 +109,9 @@ fn killed_writers_leave_every_reported_write_and_no_torn_one() {
         child.wait().unwrap();
 
         let store = SqliteStore::open(&path, StoreConfig::default()).unwrap();
-        store.integrity_check().unwrap_or_else(|e| panic!("seed {seed}, kill {kill}: {e}"));
+        store
+            .integrity_check()
+            .unwrap_or_else(|e| panic!("seed {seed}, kill {kill}: {e}"));
         assert!(
             matches!(store.verify_audit().unwrap(), AuditStatus::Intact { .. }),
             "seed {seed}, kill {kill}: audit chain broken"
@@ -111,16 +121,30 @@ fn killed_writers_leave_every_reported_write_and_no_torn_one() {
             let s = f.provenance.source.session.unwrap();
             let i: u64 = s.strip_prefix("crash-").unwrap().parse().unwrap();
             *sessions.entry(i).or_default() += 1;
-            assert_eq!(store.embedding(f.id).unwrap().map(|e| e.vector.len()), Some(384));
+            assert_eq!(
+                store.embedding(f.id).unwrap().map(|e| e.vector.len()),
+                Some(384)
+            );
         }
         for (&i, &n) in &sessions {
-            assert_eq!(n, parts(i), "seed {seed}, kill {kill}: interaction {i} is torn");
+            assert_eq!(
+                n,
+                parts(i),
+                "seed {seed}, kill {kill}: interaction {i} is torn"
+            );
         }
         for i in &reported {
-            assert!(sessions.contains_key(i), "seed {seed}, kill {kill}: reported write {i} is lost");
+            assert!(
+                sessions.contains_key(i),
+                "seed {seed}, kill {kill}: reported write {i} is lost"
+            );
         }
         let stored: Vec<u64> = sessions.keys().copied().collect();
-        assert_eq!(stored, (0..stored.len() as u64).collect::<Vec<_>>(), "interactions are a prefix");
+        assert_eq!(
+            stored,
+            (0..stored.len() as u64).collect::<Vec<_>>(),
+            "interactions are a prefix"
+        );
         next = stored.len() as u64;
     }
     assert!(reported.len() >= KILLS);

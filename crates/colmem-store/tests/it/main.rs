@@ -3,6 +3,9 @@
 //! tampering, migrations, purging from the files, bad files, crashes and
 //! concurrent connections.
 
+// Tests fail by panicking with the value that was wrong.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod bad_input;
 mod concurrency;
 mod crash;
@@ -83,13 +86,26 @@ fn clock() -> Arc<dyn Clock> {
 }
 
 fn open(path: &Path) -> SqliteStore {
-    SqliteStore::open(path, StoreConfig { clock: clock(), ..StoreConfig::default() }).unwrap()
+    SqliteStore::open(
+        path,
+        StoreConfig {
+            clock: clock(),
+            ..StoreConfig::default()
+        },
+    )
+    .unwrap()
 }
 
 #[test]
 fn conformance_in_memory() {
     conformance::run(&|clock| {
-        Box::new(SqliteStore::open_in_memory(StoreConfig { clock, ..StoreConfig::default() }).unwrap())
+        Box::new(
+            SqliteStore::open_in_memory(StoreConfig {
+                clock,
+                ..StoreConfig::default()
+            })
+            .unwrap(),
+        )
     });
 }
 
@@ -98,7 +114,18 @@ fn conformance_on_disk() {
     let dir = tempfile::tempdir().unwrap();
     let n = AtomicUsize::new(0);
     conformance::run(&|clock| {
-        let path = dir.path().join(format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed)));
-        Box::new(SqliteStore::open(path, StoreConfig { clock, ..StoreConfig::default() }).unwrap())
+        let path = dir
+            .path()
+            .join(format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed)));
+        Box::new(
+            SqliteStore::open(
+                path,
+                StoreConfig {
+                    clock,
+                    ..StoreConfig::default()
+                },
+            )
+            .unwrap(),
+        )
     });
 }

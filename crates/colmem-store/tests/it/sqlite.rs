@@ -32,10 +32,14 @@ fn provenance_columns_refuse_raw_updates() {
         "UPDATE fragment_parents SET parent = 99",
     ] {
         let err = raw.execute(sql, []).unwrap_err();
-        assert!(err.to_string().contains("provenance is immutable"), "{sql}: {err}");
+        assert!(
+            err.to_string().contains("provenance is immutable"),
+            "{sql}: {err}"
+        );
     }
     // Columns that are not provenance may change (the store itself stamps them).
-    raw.execute("UPDATE fragments SET keywords = '[\"k\"]'", []).unwrap();
+    raw.execute("UPDATE fragments SET keywords = '[\"k\"]'", [])
+        .unwrap();
     assert_eq!(store.get(id).unwrap().provenance, f.provenance);
 }
 
@@ -45,25 +49,47 @@ fn tampered(tamper: &str) -> AuditStatus {
     let store = open(&path);
     store.write(&interaction(vec![fact("a")])).unwrap();
     let reads: Vec<_> = (0..4)
-        .map(|i| ReadRecord { user: super::user(), agent: super::agent(), returned: vec![colmem_core::FragmentId(i)] })
+        .map(|i| ReadRecord {
+            user: super::user(),
+            agent: super::agent(),
+            returned: vec![colmem_core::FragmentId(i)],
+        })
         .collect();
     store.record_reads(&reads).unwrap();
-    assert!(matches!(store.verify_audit().unwrap(), AuditStatus::Intact { entries: 5, .. }));
-    Connection::open(&path).unwrap().execute_batch(tamper).unwrap();
+    assert!(matches!(
+        store.verify_audit().unwrap(),
+        AuditStatus::Intact { entries: 5, .. }
+    ));
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(tamper)
+        .unwrap();
     store.verify_audit().unwrap()
 }
 
 #[test]
 fn raw_edits_deletions_and_reorderings_of_the_audit_log_are_detected() {
     let broken = |seq, problem| AuditStatus::Broken { seq, problem };
-    assert_eq!(tampered("UPDATE audit SET at = at + 1 WHERE seq = 2"), broken(2, AuditProblem::Edited));
+    assert_eq!(
+        tampered("UPDATE audit SET at = at + 1 WHERE seq = 2"),
+        broken(2, AuditProblem::Edited)
+    );
     assert_eq!(
         tampered("UPDATE audit SET event = replace(event, '[0]', '[7]') WHERE seq = 2"),
         broken(2, AuditProblem::Edited)
     );
-    assert_eq!(tampered("DELETE FROM audit WHERE seq = 3"), broken(4, AuditProblem::BrokenLink));
-    assert_eq!(tampered("DELETE FROM audit WHERE seq = 1"), broken(2, AuditProblem::BrokenLink));
-    assert_eq!(tampered("DELETE FROM audit WHERE seq = 5"), broken(5, AuditProblem::Truncated));
+    assert_eq!(
+        tampered("DELETE FROM audit WHERE seq = 3"),
+        broken(4, AuditProblem::BrokenLink)
+    );
+    assert_eq!(
+        tampered("DELETE FROM audit WHERE seq = 1"),
+        broken(2, AuditProblem::BrokenLink)
+    );
+    assert_eq!(
+        tampered("DELETE FROM audit WHERE seq = 5"),
+        broken(5, AuditProblem::Truncated)
+    );
     // Reordering: swap the contents of entries 2 and 3 (seq stays in place).
     let swap = "CREATE TEMP TABLE t AS SELECT * FROM audit WHERE seq IN (2, 3);
         UPDATE audit SET at = (SELECT at FROM t WHERE seq = 5 - audit.seq),
@@ -74,10 +100,18 @@ fn raw_edits_deletions_and_reorderings_of_the_audit_log_are_detected() {
     assert!(matches!(tampered(swap), AuditStatus::Broken { seq: 2, .. }));
     // Renumbering a whole entry also breaks its hash.
     assert!(matches!(
-        tampered("UPDATE audit SET seq = 10 WHERE seq = 5; UPDATE audit SET seq = 5 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = 10;"),
+        tampered(
+            "UPDATE audit SET seq = 10 WHERE seq = 5; UPDATE audit SET seq = 5 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = 10;"
+        ),
         AuditStatus::Broken { seq: 4, .. }
     ));
-    assert!(matches!(tampered("UPDATE audit SET event = 'not json' WHERE seq = 3"), AuditStatus::Broken { seq: 3, problem: AuditProblem::Undecodable }));
+    assert!(matches!(
+        tampered("UPDATE audit SET event = 'not json' WHERE seq = 3"),
+        AuditStatus::Broken {
+            seq: 3,
+            problem: AuditProblem::Undecodable
+        }
+    ));
 }
 
 #[test]
@@ -86,7 +120,10 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
     let path = dir.path().join("s.db");
     let id = {
         let store = open(&path);
-        store.write(&interaction(vec![fact("from version 1")])).unwrap().ids[0]
+        store
+            .write(&interaction(vec![fact("from version 1")]))
+            .unwrap()
+            .ids[0]
     };
     // Turn the file into a version-1 store: version 2 added the cards tables.
     Connection::open(&path)
@@ -99,7 +136,10 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
     let card = CardWrite {
         user: super::user(),
         agent: super::agent(),
-        fragment: colmem_core::NewFragment { granularity: colmem_core::Granularity::Card, ..fact("card") },
+        fragment: colmem_core::NewFragment {
+            granularity: colmem_core::Granularity::Card,
+            ..fact("card")
+        },
         fields: colmem_core::CardFields {
             task: "t".into(),
             trigger: "t".into(),
@@ -111,18 +151,37 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
         },
         idempotency_key: None,
     };
-    assert!(store.write_card(&card).is_ok(), "the upgrade created the cards tables");
+    assert!(
+        store.write_card(&card).is_ok(),
+        "the upgrade created the cards tables"
+    );
     drop(store);
 
     Connection::open(&path)
         .unwrap()
-        .execute("INSERT INTO schema_version (version, applied_at) VALUES (99, 0)", [])
+        .execute(
+            "INSERT INTO schema_version (version, applied_at) VALUES (99, 0)",
+            [],
+        )
         .unwrap();
     let before = std::fs::read(&path).unwrap();
     let err = SqliteStore::open(&path, StoreConfig::default()).unwrap_err();
-    assert!(matches!(err, Error::SchemaTooNew { found: 99, supported: SCHEMA_VERSION }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::SchemaTooNew {
+                found: 99,
+                supported: SCHEMA_VERSION
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("upgrade colmem"), "{err}");
-    assert_eq!(std::fs::read(&path).unwrap(), before, "a refused file is left as it was");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "a refused file is left as it was"
+    );
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -147,22 +206,45 @@ fn purge_removes_the_text_from_the_database_and_its_log() {
     doomed.key = Some("zebra-violet-7781/key".into());
     doomed.keywords = vec!["zebra-violet-7781".into()];
     let ids = store
-        .write(&interaction(vec![fact(kept), with_embedding(doomed, 384, 0.5), fact("more")]))
+        .write(&interaction(vec![
+            fact(kept),
+            with_embedding(doomed, 384, 0.5),
+            fact("more"),
+        ]))
         .unwrap()
         .ids;
     // Half the pages go to the file, the rest stay in the log.
     store.checkpoint().unwrap();
-    store.write(&interaction(vec![fact("after the checkpoint")])).unwrap();
-    assert!(files_contain(dir.path(), "zebra-violet-7781"), "the search finds text before the purge");
+    store
+        .write(&interaction(vec![fact("after the checkpoint")]))
+        .unwrap();
+    assert!(
+        files_contain(dir.path(), "zebra-violet-7781"),
+        "the search finds text before the purge"
+    );
 
-    store.purge(&Purge { admin: "root".into(), fragment: ids[1] }).unwrap();
-    assert!(!files_contain(dir.path(), "zebra-violet-7781"), "purged text is still on disk");
-    assert!(files_contain(dir.path(), "kept-marmot-1234"), "other fragments are untouched");
+    store
+        .purge(&Purge {
+            admin: "root".into(),
+            fragment: ids[1],
+        })
+        .unwrap();
+    assert!(
+        !files_contain(dir.path(), "zebra-violet-7781"),
+        "purged text is still on disk"
+    );
+    assert!(
+        files_contain(dir.path(), "kept-marmot-1234"),
+        "other fragments are untouched"
+    );
     drop(store);
     assert!(!files_contain(dir.path(), "zebra-violet-7781"));
     let store = open(&path);
     assert!(matches!(store.get(ids[1]), Err(Error::NotFound { .. })));
-    assert_eq!(store.count(&everything(), &ListQuery::default()).unwrap(), 3);
+    assert_eq!(
+        store.count(&everything(), &ListQuery::default()).unwrap(),
+        3
+    );
     assert!(matches!(
         store.audit_entries(0, 100).unwrap().last().unwrap().event,
         AuditEvent::Purge { .. }
@@ -175,18 +257,33 @@ fn a_lock_held_past_the_deadline_is_a_typed_busy_error() {
     let path = dir.path().join("s.db");
     let store = SqliteStore::open(
         &path,
-        StoreConfig { busy_deadline: Duration::from_millis(200), clock: clock(), ..StoreConfig::default() },
+        StoreConfig {
+            busy_deadline: Duration::from_millis(200),
+            clock: clock(),
+            ..StoreConfig::default()
+        },
     )
     .unwrap();
     store.write(&interaction(vec![fact("before")])).unwrap();
     let holder = Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let err = store.write(&interaction(vec![fact("blocked")])).unwrap_err();
-    assert!(matches!(err, Error::Busy { waited } if waited >= Duration::from_millis(200)), "{err}");
+    let err = store
+        .write(&interaction(vec![fact("blocked")]))
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Busy { waited } if waited >= Duration::from_millis(200)),
+        "{err}"
+    );
     assert_eq!(err.kind(), ErrorKind::Busy);
     // Readers are not blocked by a writer under WAL.
-    assert_eq!(store.count(&everything(), &ListQuery::default()).unwrap(), 1);
+    assert_eq!(
+        store.count(&everything(), &ListQuery::default()).unwrap(),
+        1
+    );
     holder.execute_batch("COMMIT").unwrap();
     store.write(&interaction(vec![fact("after")])).unwrap();
-    assert_eq!(store.count(&everything(), &ListQuery::default()).unwrap(), 2);
+    assert_eq!(
+        store.count(&everything(), &ListQuery::default()).unwrap(),
+        2
+    );
 }

@@ -1,0 +1,234 @@
+//! `cargo xtask bench store`: batched insert throughput of the SQLite fragment
+//! store (batches of 100 with 384-d embeddings) and the latency of a filtered
+//! count and a filtered list under a realistic read filter.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use colmem_core::{
+    AgentId, Embedding, FilterParts, Granularity, GroupId, IdSet, Kind, NewFragment, Provenance,
+    ReadFilter, ResourceId, Scope, Source, Timestamp, UserId, Validity,
+};
+use colmem_store::{FragmentStore, Interaction, ListQuery, Order, SqliteStore, StoreConfig};
+use serde::Serialize;
+
+#[derive(clap::Args, Debug)]
+pub struct BenchStoreArgs {
+    /// Fragments to insert.
+    #[arg(long, default_value_t = 100_000)]
+    pub n: usize,
+    /// Filtered counts and lists to time.
+    #[arg(long, default_value_t = 100)]
+    pub queries: usize,
+    /// Print one JSON object as the last line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct Figures {
+    n: usize,
+    insert_per_s: f64,
+    insert_wall_s: f64,
+    db_bytes: u64,
+    filtered_count_p50_ms: f64,
+    filtered_count_p99_ms: f64,
+    filtered_list_p50_ms: f64,
+    filtered_list_p99_ms: f64,
+    mean_visible: f64,
+}
+
+const BATCH: usize = 100;
+const DIM: usize = 384;
+const USERS: usize = 100;
+const AGENTS: usize = 32;
+const RESOURCES: usize = 16;
+const GROUPS: usize = 8;
+
+struct World {
+    users: Vec<UserId>,
+    agents: Vec<AgentId>,
+    resources: Vec<ResourceId>,
+    groups: Vec<GroupId>,
+}
+
+impl World {
+    fn new() -> Result<Self> {
+        Ok(World {
+            users: (0..USERS)
+                .map(|i| UserId::new(&format!("su{i}")))
+                .collect::<Result<_, _>>()?,
+            agents: (0..AGENTS)
+                .map(|i| AgentId::new(&format!("sa{i}")))
+                .collect::<Result<_, _>>()?,
+            resources: (0..RESOURCES)
+                .map(|i| ResourceId::new(&format!("sr{i}")))
+                .collect::<Result<_, _>>()?,
+            groups: (0..GROUPS)
+                .map(|i| GroupId::new(&format!("sg{i}")))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Fragment `i`: 40% user scope, 20% agent, 30% group, 10% global; half drawn from a resource.
+    fn fragment(&self, i: usize, rng: &mut fastrand::Rng) -> NewFragment {
+        let user = self.users[i % USERS];
+        let mut agents = BTreeSet::from([self.agents[i % AGENTS]]);
+        if i % 5 == 0 {
+            agents.insert(self.agents[(i / 7) % AGENTS]);
+        }
+        let resources = if i % 2 == 0 {
+            BTreeSet::from([self.resources[i % RESOURCES]])
+        } else {
+            BTreeSet::new()
+        };
+        let scope = match i % 10 {
+            0..=3 => Scope::User,
+            4 | 5 => Scope::Agent,
+            6..=8 => Scope::Group(self.groups[i % GROUPS]),
+            _ => Scope::Global,
+        };
+        NewFragment {
+            key: Some(format!("{user}/topic-{}", i % 97)),
+            content: format!(
+                "fragment {i}: {user} talked about topic {} on day {} and said they prefer option {}",
+                i % 97,
+                i % 365,
+                i % 13
+            ),
+            granularity: Granularity::Fact,
+            kind: Kind::Observation,
+            scope,
+            provenance: Provenance {
+                created_at: Timestamp::from_millis(1_000_000 + i as i64),
+                user,
+                agents,
+                resources,
+                source: Source {
+                    session: Some(format!("s{}", i / BATCH)),
+                    turns: vec![format!("D{}:{}", i / BATCH, i % BATCH)],
+                    parents: Vec::new(),
+                },
+            },
+            validity: Validity::always(),
+            keywords: vec![format!("topic-{}", i % 97)],
+            embedding: Some(Embedding {
+                embedder: "bench-384".into(),
+                vector: (0..DIM).map(|_| rng.f32() - 0.5).collect(),
+            }),
+        }
+    }
+
+    /// Reader `k`: one user through one agent that may use 8 of 32 agents' work,
+    /// 8 of 16 resources, and belongs to 2 of 8 groups.
+    fn reader(&self, k: usize) -> ReadFilter {
+        let a = k % AGENTS;
+        ReadFilter::from_parts(FilterParts {
+            user: self.users[(k * 7) % USERS],
+            agent: self.agents[a],
+            now: Timestamp::MAX,
+            agents: (0..8)
+                .map(|j| self.agents[(a + j * 3) % AGENTS])
+                .collect::<IdSet<_>>(),
+            resources: (0..8)
+                .map(|j| self.resources[(k + j * 2) % RESOURCES])
+                .collect(),
+            groups: (0..2).map(|j| self.groups[(k + j * 3) % GROUPS]).collect(),
+        })
+    }
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> f64 {
+    samples.sort();
+    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples.get(index).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+pub fn run(args: &BenchStoreArgs) -> Result<()> {
+    let world = World::new()?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("bench.db");
+    let store = SqliteStore::open(&path, StoreConfig::default())?;
+    let mut rng = fastrand::Rng::with_seed(11);
+
+    let (user, agent) = (world.users[0], world.agents[0]);
+    let wall = Instant::now();
+    let mut writing = Duration::ZERO;
+    let mut i = 0;
+    while i < args.n {
+        let end = (i + BATCH).min(args.n);
+        let fragments = (i..end).map(|j| world.fragment(j, &mut rng)).collect();
+        let interaction = Interaction {
+            user,
+            agent,
+            fragments,
+            idempotency_key: Some(format!("batch-{i}")),
+        };
+        let start = Instant::now();
+        store.write(&interaction)?;
+        writing += start.elapsed();
+        i = end;
+        if !args.json && i % 100_000 == 0 {
+            println!("  {i} fragments, {:.0}/s", i as f64 / writing.as_secs_f64());
+        }
+    }
+    let insert_wall_s = wall.elapsed().as_secs_f64();
+    store.checkpoint()?;
+    let db_bytes = std::fs::metadata(&path)?.len();
+
+    let newest = ListQuery {
+        limit: Some(50),
+        order: Order::NewestFirst,
+        ..ListQuery::default()
+    };
+    let (mut counts, mut lists) = (Vec::new(), Vec::new());
+    let mut visible = 0u64;
+    for k in 0..args.queries {
+        let filter = world.reader(k);
+        let start = Instant::now();
+        visible += store.count(&filter, &ListQuery::default())?;
+        counts.push(start.elapsed());
+        let start = Instant::now();
+        let page = store.list(&filter, &newest)?;
+        lists.push(start.elapsed());
+        anyhow::ensure!(
+            page.iter().all(|f| filter.admits(&f.meta())),
+            "the store returned a fragment the filter refuses"
+        );
+    }
+
+    let figures = Figures {
+        n: args.n,
+        insert_per_s: args.n as f64 / writing.as_secs_f64(),
+        insert_wall_s,
+        db_bytes,
+        filtered_count_p50_ms: percentile(&mut counts, 0.50),
+        filtered_count_p99_ms: percentile(&mut counts, 0.99),
+        filtered_list_p50_ms: percentile(&mut lists, 0.50),
+        filtered_list_p99_ms: percentile(&mut lists, 0.99),
+        mean_visible: visible as f64 / args.queries.max(1) as f64,
+    };
+    println!(
+        "bench store: {} fragments in batches of {BATCH} with {DIM}-d embeddings",
+        figures.n
+    );
+    println!(
+        "  insert            {:>10.0} fragments/s ({:.1} s wall, {:.0} MiB on disk)",
+        figures.insert_per_s,
+        figures.insert_wall_s,
+        figures.db_bytes as f64 / 1048576.0
+    );
+    println!(
+        "  filtered count    p50 {:>8.2} ms   p99 {:>8.2} ms   ({:.0} visible on average)",
+        figures.filtered_count_p50_ms, figures.filtered_count_p99_ms, figures.mean_visible
+    );
+    println!(
+        "  filtered list 50  p50 {:>8.2} ms   p99 {:>8.2} ms",
+        figures.filtered_list_p50_ms, figures.filtered_list_p99_ms
+    );
+    if args.json {
+        println!("{}", serde_json::to_string(&figures)?);
+    }
+    Ok(())
+}
