@@ -14,13 +14,12 @@ mod sqlite;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use colmem_core::{
     AgentId, Clock, Embedding, FilterParts, Granularity, IdSet, Kind, LogicalClock, NewFragment,
     Provenance, ReadFilter, Scope, Source, Timestamp, UserId, Validity, View,
 };
-use colmem_store::{Interaction, SqliteStore, StoreConfig, conformance};
+use colmem_store::{Interaction, SqliteStore, StoreConfig};
 
 fn user() -> UserId {
     UserId::new("it-user").unwrap()
@@ -96,9 +95,10 @@ fn open(path: &Path) -> SqliteStore {
     .unwrap()
 }
 
+#[cfg(feature = "conformance")]
 #[test]
 fn conformance_in_memory() {
-    conformance::run(&|clock| {
+    colmem_store::conformance::run(&|clock| {
         Box::new(
             SqliteStore::open_in_memory(StoreConfig {
                 clock,
@@ -109,14 +109,16 @@ fn conformance_in_memory() {
     });
 }
 
+#[cfg(feature = "conformance")]
 #[test]
 fn conformance_on_disk() {
     let dir = tempfile::tempdir().unwrap();
-    let n = AtomicUsize::new(0);
-    conformance::run(&|clock| {
-        let path = dir
-            .path()
-            .join(format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed)));
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    colmem_store::conformance::run(&|clock| {
+        let path = dir.path().join(format!(
+            "store-{}.db",
+            n.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         Box::new(
             SqliteStore::open(
                 path,
