@@ -317,6 +317,17 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any text gets a unit vector, or the zero vector when it has no letters or digits.
+        #[test]
+        fn vectors_are_unit_or_zero(text in ".{0,200}") {
+            let v = OfflineEmbedder::default().vector(&text);
+            let norm = cosine(&v, &v).sqrt();
+            let has_words = text.chars().any(char::is_alphanumeric);
+            proptest::prop_assert!(if has_words { (norm - 1.0).abs() < 1e-4 } else { norm == 0.0 }, "{}", norm);
+        }
+    }
+
     #[test]
     fn hashing_is_pinned() {
         // The vectors are stored: a change here silently breaks every index, so bump VERSION.

@@ -233,6 +233,28 @@ mod tests {
         assert!(err.contains("no JSON"), "{err}");
     }
 
+    proptest::proptest! {
+        /// Whatever prose surrounds it, an embedded object comes back intact.
+        #[test]
+        fn embedded_objects_are_found(
+            subject in ".*",
+            score in -1_000_000i32..1_000_000,
+            before in "[^{\\[]*",
+            after in ".*",
+            fenced in proptest::bool::ANY,
+        ) {
+            let score = f64::from(score);
+            let object = serde_json::json!({"subject": subject, "score": score}).to_string();
+            let text = if fenced {
+                format!("{before}\n```json\n{object}\n```\n{after}")
+            } else {
+                format!("{before}{object}{after}")
+            };
+            let fact: Fact = extract_json(&text).unwrap();
+            proptest::prop_assert_eq!(fact, Fact { subject, score });
+        }
+    }
+
     #[test]
     fn arrays_and_escapes() {
         let v: Vec<u32> = extract_json("numbers: [1, 2, 3].").unwrap();
