@@ -1,0 +1,822 @@
+//! The Constructor role: turns dialogue into memories of four granularities — raw
+//! turns, atomic facts, episode summaries and profile entries.
+//!
+//! The offline constructor is rule-based and deterministic:
+//! - **raw turns** keep the text verbatim with its speaker, dialogue id and time;
+//! - **facts** are the turn's declarative sentences rewritten to stand alone: first
+//!   person becomes the speaker's name, second person the listener's, and relative
+//!   dates ("yesterday", "last week") become absolute ones from the session date; each
+//!   is labelled with its sentence pattern (S-V, S-V-O, S-V-C, S-V-O-O, S-V-O-C) and
+//!   keeps the id of its turn;
+//! - **episodes** close on a topic shift (little word overlap between the recent turns
+//!   and the next), an explicit request ("let's sum up", "remember this"), or a full
+//!   window, and summarise extractively: the most central sentences, with every turn
+//!   id of the episode;
+//! - **profile entries** are stable preferences ("I love …", "my favourite … is …").
+
+use colmem_core::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::text::{content_words, jaccard, keywords, sentences, words};
+
+/// One dialogue turn as the constructor sees it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct TurnInput {
+    /// The dialogue id, e.g. `D3:7`.
+    pub dialogue_id: String,
+    /// The session the turn belongs to.
+    pub session: String,
+    /// Who spoke.
+    pub speaker: String,
+    /// The other party, for resolving "you".
+    pub listener: String,
+    /// What was said (an image caption already appended).
+    pub text: String,
+    /// When it was said (world time), if known.
+    pub time: Option<Timestamp>,
+}
+
+/// A sentence pattern of an atomic fact.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum Pattern {
+    /// Subject–verb: "Caroline ran."
+    #[serde(rename = "S-V")]
+    Sv,
+    /// Subject–verb–object: "Caroline adopted a dog."
+    #[serde(rename = "S-V-O")]
+    Svo,
+    /// Subject–verb–complement: "Caroline is a counselor."
+    #[serde(rename = "S-V-C")]
+    Svc,
+    /// Subject–verb–indirect object–direct object: "Melanie gave Caroline a book."
+    #[serde(rename = "S-V-O-O")]
+    Svoo,
+    /// Subject–verb–object–complement: "They named the dog Max."
+    #[serde(rename = "S-V-O-C")]
+    Svoc,
+}
+
+/// One memory the constructor proposes, before the write rule.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Memory {
+    /// The text.
+    pub content: String,
+    /// The dialogue ids it came from.
+    pub turns: Vec<String>,
+    /// The session it came from.
+    pub session: String,
+    /// World time it refers to.
+    pub time: Option<Timestamp>,
+    /// Keywords for lexical matching.
+    pub keywords: Vec<String>,
+    /// A subject key shared by facts about the same thing (for updates).
+    pub key: Option<String>,
+    /// The sentence pattern, for facts.
+    pub pattern: Option<Pattern>,
+    /// The speaker, for raw turns and facts.
+    pub speaker: Option<String>,
+}
+
+/// What one construction step produced.
+#[derive(Clone, PartialEq, Debug, Default)]
+pub struct Construction {
+    /// Raw-turn memories.
+    pub raw: Vec<Memory>,
+    /// Atomic facts.
+    pub facts: Vec<Memory>,
+    /// Episode summaries closed by this step.
+    pub episodes: Vec<Memory>,
+    /// Profile entries.
+    pub profile: Vec<Memory>,
+}
+
+/// Settings of the offline constructor.
+#[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConstructorConfig {
+    /// An episode closes when it holds this many turns.
+    pub episode_window: usize,
+    /// A topic shift: word overlap between the last turns and the next below this.
+    pub topic_shift_overlap: f64,
+    /// How many recent turns the topic-shift test compares.
+    pub topic_span: usize,
+    /// Sentences an episode summary keeps.
+    pub summary_sentences: usize,
+    /// Facts shorter than this many words are dropped (greetings, fillers).
+    pub min_fact_words: usize,
+}
+
+impl Default for ConstructorConfig {
+    fn default() -> Self {
+        ConstructorConfig {
+            episode_window: 12,
+            topic_shift_overlap: 0.04,
+            topic_span: 3,
+            summary_sentences: 3,
+            min_fact_words: 4,
+        }
+    }
+}
+
+/// The Constructor role.
+pub trait Constructor: Send + Sync + std::fmt::Debug {
+    /// Processes the next turn of a conversation, with the open episode's turns so far.
+    /// Returns the memories to write; an episode that closes is summarised.
+    fn observe(&self, turn: &TurnInput, open_episode: &[TurnInput]) -> Construction;
+
+    /// Closes the open episode at the end of a session or conversation.
+    fn close(&self, open_episode: &[TurnInput]) -> Option<Memory>;
+}
+
+/// The rule-based constructor.
+#[derive(Clone, Debug, Default)]
+pub struct OfflineConstructor {
+    config: ConstructorConfig,
+}
+
+const EXPLICIT_REQUESTS: &[&str] = &[
+    "sum up",
+    "summarize",
+    "summarise",
+    "remember this",
+    "to recap",
+    "recap",
+];
+
+impl OfflineConstructor {
+    /// A constructor with these settings.
+    pub fn new(config: ConstructorConfig) -> Self {
+        OfflineConstructor { config }
+    }
+
+    /// Whether `turn` starts a new topic after `open`.
+    pub fn topic_shift(&self, open: &[TurnInput], turn: &TurnInput) -> bool {
+        if open.len() < self.config.topic_span {
+            return false;
+        }
+        let recent: Vec<String> = open[open.len() - self.config.topic_span..]
+            .iter()
+            .flat_map(|t| content_words(&t.text))
+            .collect();
+        let next = content_words(&turn.text);
+        next.len() >= 3 && jaccard(&recent, &next) < self.config.topic_shift_overlap
+    }
+
+    fn raw(&self, turn: &TurnInput) -> Memory {
+        Memory {
+            content: format!("{}: {}", turn.speaker, turn.text),
+            turns: vec![turn.dialogue_id.clone()],
+            session: turn.session.clone(),
+            time: turn.time,
+            keywords: keywords(&turn.text, 12),
+            key: None,
+            pattern: None,
+            speaker: Some(turn.speaker.clone()),
+        }
+    }
+
+    fn facts(&self, turn: &TurnInput) -> Vec<Memory> {
+        let mut out = Vec::new();
+        for sentence in sentences(&turn.text) {
+            if sentence.ends_with('?') {
+                continue;
+            }
+            let rewritten = rewrite_person(&sentence, &turn.speaker, &turn.listener);
+            let rewritten = match turn.time {
+                Some(t) => absolutise_dates(&rewritten, t),
+                None => rewritten,
+            };
+            if words(&rewritten).len() < self.config.min_fact_words
+                || content_words(&rewritten).len() < 2
+            {
+                continue;
+            }
+            let pattern = classify(&rewritten);
+            let kw = keywords(&rewritten, 10);
+            let key = kw
+                .iter()
+                .find(|w| !w.eq_ignore_ascii_case(&turn.speaker))
+                .map(|w| format!("{}/{}", turn.speaker.to_lowercase(), w));
+            out.push(Memory {
+                content: rewritten,
+                turns: vec![turn.dialogue_id.clone()],
+                session: turn.session.clone(),
+                time: turn.time,
+                keywords: kw,
+                key,
+                pattern: Some(pattern),
+                speaker: Some(turn.speaker.clone()),
+            });
+        }
+        out
+    }
+
+    fn profile(&self, turn: &TurnInput) -> Vec<Memory> {
+        let mut out = Vec::new();
+        for sentence in sentences(&turn.text) {
+            if let Some(entry) = preference(&sentence, &turn.speaker) {
+                out.push(Memory {
+                    keywords: keywords(&entry, 8),
+                    key: Some(format!(
+                        "{}/profile/{}",
+                        turn.speaker.to_lowercase(),
+                        keywords(&entry, 3).last().cloned().unwrap_or_default()
+                    )),
+                    content: entry,
+                    turns: vec![turn.dialogue_id.clone()],
+                    session: turn.session.clone(),
+                    time: turn.time,
+                    pattern: None,
+                    speaker: Some(turn.speaker.clone()),
+                });
+            }
+        }
+        out
+    }
+
+    /// An extractive summary of an episode.
+    pub fn summarise(&self, episode: &[TurnInput]) -> Option<Memory> {
+        let first = episode.first()?;
+        let mut freq: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for t in episode {
+            for w in content_words(&t.text) {
+                *freq.entry(w).or_insert(0) += 1;
+            }
+        }
+        let mut scored: Vec<(f64, usize, String)> = Vec::new();
+        for (i, t) in episode.iter().enumerate() {
+            for s in sentences(&t.text) {
+                let cw = content_words(&s);
+                if cw.len() < 3 || s.ends_with('?') {
+                    continue;
+                }
+                let score = cw
+                    .iter()
+                    .map(|w| freq.get(w).copied().unwrap_or(0) as f64)
+                    .sum::<f64>()
+                    / (cw.len() as f64).sqrt();
+                scored.push((score, i, rewrite_person(&s, &t.speaker, &t.listener)));
+            }
+        }
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.truncate(self.config.summary_sentences);
+        scored.sort_by_key(|s| s.1);
+        let mut topics: Vec<(&String, &usize)> = freq.iter().collect();
+        topics.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let topic_words: Vec<&str> = topics.iter().take(4).map(|(w, _)| w.as_str()).collect();
+        let mut speakers: Vec<&str> = episode.iter().map(|t| t.speaker.as_str()).collect();
+        speakers.sort_unstable();
+        speakers.dedup();
+        let when = first
+            .time
+            .map(|t| format!("On {}, ", human_date(t)))
+            .unwrap_or_default();
+        let body: Vec<String> = scored.into_iter().map(|s| s.2).collect();
+        let content = format!(
+            "{when}{} talked about {}. {}",
+            speakers.join(" and "),
+            topic_words.join(", "),
+            body.join(" ")
+        );
+        Some(Memory {
+            keywords: keywords(&content, 16),
+            content,
+            turns: episode.iter().map(|t| t.dialogue_id.clone()).collect(),
+            session: first.session.clone(),
+            time: first.time,
+            key: None,
+            pattern: None,
+            speaker: None,
+        })
+    }
+}
+
+impl Constructor for OfflineConstructor {
+    fn observe(&self, turn: &TurnInput, open_episode: &[TurnInput]) -> Construction {
+        let mut out = Construction {
+            raw: vec![self.raw(turn)],
+            facts: self.facts(turn),
+            profile: self.profile(turn),
+            episodes: Vec::new(),
+        };
+        let same_session = open_episode
+            .last()
+            .is_none_or(|t| t.session == turn.session);
+        let lower = turn.text.to_lowercase();
+        let requested = EXPLICIT_REQUESTS.iter().any(|r| lower.contains(r));
+        let full = open_episode.len() >= self.config.episode_window;
+        if !open_episode.is_empty()
+            && (!same_session || full || self.topic_shift(open_episode, turn))
+        {
+            out.episodes.extend(self.summarise(open_episode));
+        } else if requested {
+            let mut with_turn = open_episode.to_vec();
+            with_turn.push(turn.clone());
+            out.episodes.extend(self.summarise(&with_turn));
+        }
+        out
+    }
+
+    fn close(&self, open_episode: &[TurnInput]) -> Option<Memory> {
+        self.summarise(open_episode)
+    }
+}
+
+/// Rewrites first and second person to the speaker's and listener's names.
+pub fn rewrite_person(sentence: &str, speaker: &str, listener: &str) -> String {
+    let mut out = Vec::new();
+    for (i, token) in sentence.split(' ').enumerate() {
+        let core: String = token
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == '\'' || *c == '’')
+            .collect();
+        let trail: String = token
+            .chars()
+            .rev()
+            .take_while(|c| !c.is_alphanumeric())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let lead: String = token.chars().take_while(|c| !c.is_alphanumeric()).collect();
+        let lower = core.to_lowercase().replace('’', "'");
+        let replaced = match lower.as_str() {
+            "i" | "me" | "myself" => Some(speaker.to_owned()),
+            "i'm" => Some(format!("{speaker} is")),
+            "i've" => Some(format!("{speaker} has")),
+            "i'll" => Some(format!("{speaker} will")),
+            "i'd" => Some(format!("{speaker} would")),
+            "my" | "mine" => Some(format!("{speaker}'s")),
+            "we" | "us" => Some(format!("{speaker} and family")),
+            "our" => Some(format!("{speaker}'s family's")),
+            "you" if i > 0 || sentence.split(' ').count() > 1 => Some(listener.to_owned()),
+            "your" | "yours" => Some(format!("{listener}'s")),
+            "you're" => Some(format!("{listener} is")),
+            "you've" => Some(format!("{listener} has")),
+            _ => None,
+        };
+        match replaced {
+            Some(r) => out.push(format!("{lead}{r}{trail}")),
+            None => out.push(token.to_owned()),
+        }
+    }
+    let joined = out.join(" ");
+    // "Caroline am" → "Caroline is"
+    joined.replace(&format!("{speaker} am "), &format!("{speaker} is "))
+}
+
+/// The date as "7 May 2023".
+pub fn human_date(t: Timestamp) -> String {
+    match jiff::Timestamp::from_millisecond(t.as_millis()) {
+        Ok(ts) => {
+            let d = ts.to_zoned(jiff::tz::TimeZone::UTC).date();
+            format!(
+                "{} {} {}",
+                d.day(),
+                MONTH_NAMES[(d.month() - 1) as usize],
+                d.year()
+            )
+        }
+        Err(_) => t.to_string(),
+    }
+}
+
+const MONTH_NAMES: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// Replaces relative dates with absolute ones, given when the sentence was said.
+pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
+    const DAY: i64 = 86_400_000;
+    let at = |days: i64| human_date(said.plus_millis(days * DAY));
+    let year = |delta: i64| {
+        jiff::Timestamp::from_millisecond(said.as_millis())
+            .map(|ts| (ts.to_zoned(jiff::tz::TimeZone::UTC).year() as i64 + delta).to_string())
+            .unwrap_or_default()
+    };
+    let month_of = |days: i64| {
+        let full = at(days);
+        full.split_once(' ')
+            .map(|(_, rest)| rest.to_owned())
+            .unwrap_or(full)
+    };
+    let replacements: [(&str, String); 12] = [
+        ("the day before yesterday", format!("on {}", at(-2))),
+        ("yesterday", format!("on {}", at(-1))),
+        ("today", format!("on {}", at(0))),
+        ("this morning", format!("on the morning of {}", at(0))),
+        ("last night", format!("on the night of {}", at(-1))),
+        ("tomorrow", format!("on {}", at(1))),
+        ("last week", format!("in the week before {}", at(0))),
+        ("next week", format!("in the week after {}", at(0))),
+        ("last weekend", format!("on the weekend before {}", at(0))),
+        ("last month", format!("in {}", month_of(-30))),
+        ("last year", format!("in {}", year(-1))),
+        ("next month", format!("in {}", month_of(30))),
+    ];
+    let mut out = sentence.to_owned();
+    for (phrase, absolute) in replacements.iter() {
+        let lower = out.to_lowercase();
+        if let Some(pos) = find_phrase(&lower, phrase) {
+            out.replace_range(pos..pos + phrase.len(), absolute);
+        }
+    }
+    out
+}
+
+/// The byte position of `phrase` in `lower` as whole words.
+fn find_phrase(lower: &str, phrase: &str) -> Option<usize> {
+    let mut start = 0;
+    while let Some(pos) = lower[start..].find(phrase) {
+        let at = start + pos;
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + phrase.len()..].chars().next();
+        if !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric) {
+            return Some(at);
+        }
+        start = at + phrase.len();
+    }
+    None
+}
+
+const COPULAS: &[&str] = &[
+    "is", "am", "are", "was", "were", "be", "been", "become", "became", "seems", "seemed", "feels",
+    "felt", "looks", "looked", "remains", "stayed",
+];
+const DITRANSITIVE: &[&str] = &[
+    "give", "gave", "given", "gives", "send", "sent", "tell", "told", "show", "showed", "bring",
+    "brought", "buy", "bought", "offer", "offered", "teach", "taught", "lend", "lent", "owe",
+    "hand", "handed", "promise", "promised", "wrote", "write", "read",
+];
+const OBJECT_COMPLEMENT: &[&str] = &[
+    "name",
+    "named",
+    "call",
+    "called",
+    "consider",
+    "considered",
+    "find",
+    "found",
+    "make",
+    "made",
+    "keep",
+    "kept",
+    "elect",
+    "elected",
+    "paint",
+    "painted",
+    "leave",
+    "left",
+];
+const OBJECT_PRONOUNS: &[&str] = &["me", "him", "her", "them", "us", "you", "it"];
+const DETERMINERS: &[&str] = &[
+    "a", "an", "the", "some", "my", "his", "her", "their", "our", "your", "this", "that", "these",
+    "those", "two", "three",
+];
+
+/// Labels a sentence with its pattern, by the verb and what follows it.
+pub fn classify(sentence: &str) -> Pattern {
+    let w = words(sentence);
+    let Some(v) = w.iter().position(|x| is_verb(x)) else {
+        return if w.len() <= 2 {
+            Pattern::Sv
+        } else {
+            Pattern::Svo
+        };
+    };
+    let verb = w[v].as_str();
+    let rest: Vec<&str> = w[v + 1..]
+        .iter()
+        .map(String::as_str)
+        .take_while(|x| !matches!(*x, "because" | "when" | "while" | "since"))
+        .collect();
+    if COPULAS.contains(&verb) {
+        return if rest.is_empty() {
+            Pattern::Sv
+        } else {
+            Pattern::Svc
+        };
+    }
+    if rest.is_empty()
+        || rest.first().is_some_and(|x| {
+            matches!(
+                *x,
+                "to" | "at"
+                    | "in"
+                    | "on"
+                    | "for"
+                    | "with"
+                    | "from"
+                    | "around"
+                    | "away"
+                    | "home"
+                    | "out"
+                    | "up"
+            )
+        }) && !OBJECT_COMPLEMENT.contains(&verb)
+    {
+        return Pattern::Sv;
+    }
+    let first_is_np_head = rest
+        .first()
+        .is_some_and(|x| OBJECT_PRONOUNS.contains(x) || proper(sentence, x));
+    if DITRANSITIVE.contains(&verb)
+        && first_is_np_head
+        && rest.get(1).is_some_and(|x| DETERMINERS.contains(x))
+    {
+        return Pattern::Svoo;
+    }
+    if OBJECT_COMPLEMENT.contains(&verb) && rest.len() >= 2 {
+        // object (a pronoun or determiner phrase) followed by a complement
+        let object_len = if OBJECT_PRONOUNS.contains(&rest[0]) || proper(sentence, rest[0]) {
+            1
+        } else if DETERMINERS.contains(&rest[0]) {
+            2
+        } else {
+            0
+        };
+        if object_len > 0
+            && rest.len() > object_len
+            && !matches!(
+                rest[object_len],
+                "to" | "for" | "with" | "at" | "in" | "on" | "from"
+            )
+        {
+            return Pattern::Svoc;
+        }
+    }
+    Pattern::Svo
+}
+
+fn proper(sentence: &str, lower: &str) -> bool {
+    sentence
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|t| t.to_lowercase() == lower && t.chars().next().is_some_and(char::is_uppercase))
+}
+
+fn is_verb(word: &str) -> bool {
+    COPULAS.contains(&word)
+        || DITRANSITIVE.contains(&word)
+        || OBJECT_COMPLEMENT.contains(&word)
+        || matches!(
+            word,
+            "has"
+                | "have"
+                | "had"
+                | "went"
+                | "go"
+                | "goes"
+                | "did"
+                | "do"
+                | "does"
+                | "got"
+                | "get"
+                | "love"
+                | "loves"
+                | "like"
+                | "likes"
+                | "enjoy"
+                | "enjoys"
+                | "want"
+                | "wants"
+                | "need"
+                | "needs"
+                | "started"
+                | "ran"
+                | "run"
+                | "saw"
+                | "see"
+                | "took"
+                | "take"
+                | "joined"
+                | "moved"
+                | "adopted"
+                | "visited"
+                | "play"
+                | "plays"
+                | "played"
+                | "works"
+                | "worked"
+                | "lives"
+                | "lived"
+                | "will"
+                | "would"
+                | "can"
+                | "could"
+        )
+        || (word.len() > 4 && word.ends_with("ed") && !word.ends_with("eed"))
+}
+
+/// A stable preference stated in the sentence, rewritten with the speaker as subject.
+pub fn preference(sentence: &str, speaker: &str) -> Option<String> {
+    let lower = sentence.to_lowercase().replace('’', "'");
+    let trimmed = lower.trim_end_matches(['.', '!']).trim();
+    const CUES: &[(&str, &str)] = &[
+        ("i really love ", "loves"),
+        ("i love ", "loves"),
+        ("i really like ", "likes"),
+        ("i like ", "likes"),
+        ("i enjoy ", "enjoys"),
+        ("i prefer ", "prefers"),
+        ("i hate ", "hates"),
+        ("i can't stand ", "dislikes"),
+        ("i'm a big fan of ", "is a big fan of"),
+        ("i'm a fan of ", "is a fan of"),
+        ("i'm into ", "is into"),
+        ("i'm allergic to ", "is allergic to"),
+        ("i always ", "always"),
+        ("i usually ", "usually"),
+    ];
+    for (cue, verb) in CUES {
+        if let Some(pos) = find_phrase(trimmed, cue.trim_end()) {
+            let object = trimmed[pos + cue.len().min(trimmed.len() - pos)..].trim();
+            let object: String = object
+                .split([',', ';'])
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_owned();
+            if content_words(&object).is_empty() {
+                return None;
+            }
+            return Some(format!(
+                "{speaker} {verb} {}",
+                rewrite_person(&object, speaker, "them")
+            ));
+        }
+    }
+    if let Some(pos) = trimmed
+        .find("my favorite ")
+        .or_else(|| trimmed.find("my favourite "))
+    {
+        let rest = &trimmed[pos + "my favorite ".len()..];
+        if let Some((what, value)) = rest.split_once(" is ").or_else(|| rest.split_once(" are ")) {
+            let value = value.split([',', ';']).next().unwrap_or("").trim();
+            if !value.is_empty() {
+                return Some(format!("{speaker}'s favorite {} is {value}", what.trim()));
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(id: &str, speaker: &str, text: &str) -> TurnInput {
+        TurnInput {
+            dialogue_id: id.into(),
+            session: "S1".into(),
+            speaker: speaker.into(),
+            listener: if speaker == "Caroline" {
+                "Melanie".into()
+            } else {
+                "Caroline".into()
+            },
+            text: text.into(),
+            time: colmem_core::Timestamp::parse("2023-05-08T13:56:00Z").ok(),
+        }
+    }
+
+    #[test]
+    fn facts_stand_alone_with_absolute_dates() {
+        let c = OfflineConstructor::default();
+        let out = c.observe(
+            &turn(
+                "D1:3",
+                "Caroline",
+                "I went to a LGBTQ support group yesterday and it was so powerful. Did you go?",
+            ),
+            &[],
+        );
+        assert_eq!(out.raw.len(), 1);
+        assert_eq!(out.facts.len(), 1, "{:?}", out.facts);
+        let fact = &out.facts[0];
+        assert_eq!(
+            fact.content,
+            "Caroline went to a LGBTQ support group on 7 May 2023 and it was so powerful."
+        );
+        assert_eq!(fact.turns, vec!["D1:3".to_string()]);
+    }
+
+    #[test]
+    fn sentence_patterns() {
+        let cases = [
+            ("Caroline laughed.", Pattern::Sv),
+            ("Caroline went to the park.", Pattern::Sv),
+            ("Caroline adopted a rescue dog.", Pattern::Svo),
+            ("Caroline is a counselor.", Pattern::Svc),
+            ("Melanie gave Caroline a painting.", Pattern::Svoo),
+            ("Caroline named the dog Max.", Pattern::Svoc),
+        ];
+        for (s, p) in cases {
+            assert_eq!(classify(s), p, "{s}");
+        }
+    }
+
+    #[test]
+    fn person_rewriting() {
+        assert_eq!(
+            rewrite_person(
+                "I think your painting is great, I'm impressed!",
+                "Ann",
+                "Bo"
+            ),
+            "Ann think Bo's painting is great, Ann is impressed!"
+        );
+        assert_eq!(
+            rewrite_person("My kids love it.", "Mel", "Caro"),
+            "Mel's kids love it."
+        );
+    }
+
+    #[test]
+    fn profile_entries() {
+        assert_eq!(
+            preference("I love hiking in the mountains, it's calming.", "Ann").as_deref(),
+            Some("Ann loves hiking in the mountains")
+        );
+        assert_eq!(
+            preference("My favorite book is Dune.", "Bo").as_deref(),
+            Some("Bo's favorite book is dune")
+        );
+        assert_eq!(preference("I went out.", "Bo"), None);
+        assert_eq!(preference("I love it!", "Bo"), None, "nothing concrete");
+    }
+
+    #[test]
+    fn episodes_close_on_window_shift_and_request() {
+        let c = OfflineConstructor::new(ConstructorConfig {
+            episode_window: 3,
+            ..ConstructorConfig::default()
+        });
+        let open: Vec<TurnInput> = (1..=3)
+            .map(|i| {
+                turn(
+                    &format!("D1:{i}"),
+                    "Caroline",
+                    "We painted the fence blue together",
+                )
+            })
+            .collect();
+        let out = c.observe(&turn("D1:4", "Melanie", "The fence looks great"), &open);
+        assert_eq!(out.episodes.len(), 1, "a full window closes");
+        assert_eq!(out.episodes[0].turns, vec!["D1:1", "D1:2", "D1:3"]);
+        assert!(
+            out.episodes[0]
+                .content
+                .starts_with("On 8 May 2023, Caroline talked about"),
+            "{}",
+            out.episodes[0].content
+        );
+
+        let c = OfflineConstructor::default();
+        let out = c.observe(
+            &turn(
+                "D1:4",
+                "Melanie",
+                "Quantum chromodynamics lectures bored everyone terribly",
+            ),
+            &open,
+        );
+        assert_eq!(out.episodes.len(), 1, "a topic shift closes");
+        let out = c.observe(
+            &turn("D1:4", "Melanie", "Let's sum up the fence plan"),
+            &open[..1],
+        );
+        assert_eq!(
+            out.episodes.len(),
+            1,
+            "an explicit request closes, with the request"
+        );
+        assert_eq!(out.episodes[0].turns.len(), 2);
+        let out = c.observe(
+            &turn("D1:2", "Melanie", "The fence paint is drying"),
+            &open[..1],
+        );
+        assert!(out.episodes.is_empty());
+    }
+
+    #[test]
+    fn deterministic() {
+        let c = OfflineConstructor::default();
+        let t = turn(
+            "D2:1",
+            "Melanie",
+            "I told you my sister bought a house last year. We love it.",
+        );
+        assert_eq!(c.observe(&t, &[]), c.observe(&t, &[]));
+    }
+}

@@ -1,0 +1,120 @@
+//! Text helpers shared by the offline roles: sentences, words, content words and keywords.
+
+/// Common English function words, skipped when picking content words.
+pub const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at",
+    "be", "because", "been", "before", "being", "but", "by", "can", "could", "did", "do", "does",
+    "doing", "for", "from", "get", "got", "had", "has", "have", "having", "he", "her", "here",
+    "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "me", "more",
+    "my", "no", "not", "now", "of", "on", "one", "only", "or", "our", "out", "really", "she", "so",
+    "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they",
+    "this", "those", "to", "too", "up", "us", "very", "was", "we", "were", "what", "when", "where",
+    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
+    "yeah", "oh", "wow", "hey", "hi", "thanks", "thank", "lot", "much", "many", "well", "like",
+    "im", "ive", "dont", "it's", "i'm",
+];
+
+/// Lowercase words (letters, digits and inner apostrophes).
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .map(|w| w.trim_matches('\'').to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Words that carry content: not stop words, longer than two characters or numeric.
+pub fn content_words(text: &str) -> Vec<String> {
+    words(text)
+        .into_iter()
+        .filter(|w| {
+            !STOPWORDS.contains(&w.as_str())
+                && (w.chars().count() > 2 || w.chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect()
+}
+
+/// Up to `n` distinct content words, in order of first appearance.
+pub fn keywords(text: &str, n: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in content_words(text) {
+        if !out.contains(&w) {
+            out.push(w);
+            if out.len() == n {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Splits text into sentences at `.`, `!` or `?` followed by whitespace or the end.
+/// Abbreviations with a single capital letter (`J. Smith`) and decimals do not split.
+pub fn sentences(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        current.push(c);
+        if matches!(c, '.' | '!' | '?') {
+            let next = chars.get(i + 1);
+            let at_boundary = next.is_none_or(|n| n.is_whitespace());
+            let initial = c == '.'
+                && i >= 1
+                && chars[i - 1].is_uppercase()
+                && (i < 2 || !chars[i - 2].is_alphanumeric());
+            if at_boundary && !initial {
+                let s = current.trim().to_owned();
+                if !s.is_empty() {
+                    out.push(s);
+                }
+                current.clear();
+            }
+        }
+    }
+    let rest = current.trim();
+    if !rest.is_empty() {
+        out.push(rest.to_owned());
+    }
+    out
+}
+
+/// Jaccard similarity of two sets of words.
+pub fn jaccard(a: &[String], b: &[String]) -> f64 {
+    let a: std::collections::HashSet<&String> = a.iter().collect();
+    let b: std::collections::HashSet<&String> = b.iter().collect();
+    let union = a.union(&b).count();
+    if union == 0 {
+        return 0.0;
+    }
+    a.intersection(&b).count() as f64 / union as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentence_splitting() {
+        assert_eq!(
+            sentences("I met J. Smith today. It cost 3.5 dollars! Was it fun? Yes"),
+            vec![
+                "I met J. Smith today.",
+                "It cost 3.5 dollars!",
+                "Was it fun?",
+                "Yes"
+            ]
+        );
+        assert!(sentences("").is_empty());
+        assert_eq!(sentences("Wait... what?!"), vec!["Wait...", "what?!"]);
+    }
+
+    #[test]
+    fn content_and_keywords() {
+        assert_eq!(
+            content_words("I went to the LGBTQ support group"),
+            vec!["went", "lgbtq", "support", "group"]
+        );
+        assert_eq!(keywords("dogs and dogs and cats", 5), vec!["dogs", "cats"]);
+        assert!((jaccard(&words("a b c"), &words("b c d")) - 0.5).abs() < 1e-9);
+    }
+}
