@@ -4,6 +4,8 @@
 //! optimisations, `bench` re-runs itself through `cargo run --release`.
 
 mod bench_access;
+mod bench_embed;
+mod fetch_model;
 mod scenario_access;
 mod tidy;
 
@@ -35,9 +37,12 @@ enum Task {
         #[command(subcommand)]
         bench: Bench,
     },
+    /// Put a local embedding model's files in models/ (skips files already there).
+    FetchModel(fetch_model::FetchModelArgs),
     /// Check that crate dependencies follow the stack in DESIGN section 1.
     Tidy,
-    /// The test command of README.md, run by CI: every test of the workspace.
+    /// The test command of README.md, run by CI: fetches the local model if missing, then
+    /// runs every test of the workspace with every feature.
     Test,
 }
 
@@ -45,6 +50,8 @@ enum Task {
 enum Bench {
     /// Admission cost of the compiled read filter.
     Access(bench_access::BenchAccessArgs),
+    /// Embedding throughput: offline embedder; local model with --features local-model.
+    Embed(bench_embed::BenchEmbedArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,8 +78,10 @@ fn run() -> Result<ExitCode> {
             }
             match bench {
                 Bench::Access(args) => bench_access::run(&args)?,
+                Bench::Embed(args) => bench_embed::run(&args)?,
             }
         }
+        Task::FetchModel(args) => fetch_model::run(&args)?,
         Task::Tidy => tidy::run(&root)?,
         Task::Test => return test(&root),
     }
@@ -94,8 +103,13 @@ fn cargo() -> Command {
 /// Runs the same xtask command line again from an optimised build.
 fn rerun_optimised() -> Result<ExitCode> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let status = cargo()
-        .args(["run", "--quiet", "--release", "--package", "xtask", "--"])
+    let mut command = cargo();
+    command.args(["run", "--quiet", "--release", "--package", "xtask"]);
+    if cfg!(feature = "local-model") {
+        command.args(["--features", "local-model"]);
+    }
+    let status = command
+        .arg("--")
         .args(&args)
         .current_dir(repo_root())
         .status()
@@ -108,6 +122,11 @@ fn rerun_optimised() -> Result<ExitCode> {
 }
 
 fn test(root: &Path) -> Result<ExitCode> {
+    // What a fresh machine lacks: the local model the local-embedder test checks.
+    fetch_model::run(&fetch_model::FetchModelArgs {
+        model: fetch_model::ModelName::Minilm,
+        dir: None,
+    })?;
     let status = cargo()
         .args(["test", "--workspace", "--all-features", "--locked"])
         .current_dir(root)
