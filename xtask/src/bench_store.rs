@@ -31,6 +31,10 @@ struct Figures {
     n: usize,
     insert_per_s: f64,
     insert_wall_s: f64,
+    /// Process CPU seconds (user + system) spent in the insert phase, when known:
+    /// on a shared machine this, not wall time, says what the store costs.
+    insert_cpu_s: Option<f64>,
+    insert_per_cpu_s: Option<f64>,
     db_bytes: u64,
     filtered_count_p50_ms: f64,
     filtered_count_p99_ms: f64,
@@ -75,10 +79,10 @@ impl World {
     fn fragment(&self, i: usize, rng: &mut fastrand::Rng) -> NewFragment {
         let user = self.users[i % USERS];
         let mut agents = BTreeSet::from([self.agents[i % AGENTS]]);
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             agents.insert(self.agents[(i / 7) % AGENTS]);
         }
-        let resources = if i % 2 == 0 {
+        let resources = if i.is_multiple_of(2) {
             BTreeSet::from([self.resources[i % RESOURCES]])
         } else {
             BTreeSet::new()
@@ -139,6 +143,16 @@ impl World {
     }
 }
 
+/// User + system CPU time of this process from `/proc/self/stat` (Linux; 100 ticks per second).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
 fn percentile(samples: &mut [Duration], p: f64) -> f64 {
     samples.sort();
     let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
@@ -154,6 +168,7 @@ pub fn run(args: &BenchStoreArgs) -> Result<()> {
 
     let (user, agent) = (world.users[0], world.agents[0]);
     let wall = Instant::now();
+    let cpu_start = cpu_seconds();
     let mut writing = Duration::ZERO;
     let mut i = 0;
     while i < args.n {
@@ -169,11 +184,12 @@ pub fn run(args: &BenchStoreArgs) -> Result<()> {
         store.write(&interaction)?;
         writing += start.elapsed();
         i = end;
-        if !args.json && i % 100_000 == 0 {
+        if !args.json && i.is_multiple_of(100_000) {
             println!("  {i} fragments, {:.0}/s", i as f64 / writing.as_secs_f64());
         }
     }
     let insert_wall_s = wall.elapsed().as_secs_f64();
+    let insert_cpu_s = cpu_start.zip(cpu_seconds()).map(|(a, b)| b - a);
     store.checkpoint()?;
     let db_bytes = std::fs::metadata(&path)?.len();
 
@@ -202,6 +218,8 @@ pub fn run(args: &BenchStoreArgs) -> Result<()> {
         n: args.n,
         insert_per_s: args.n as f64 / writing.as_secs_f64(),
         insert_wall_s,
+        insert_cpu_s,
+        insert_per_cpu_s: insert_cpu_s.map(|cpu| args.n as f64 / cpu),
         db_bytes,
         filtered_count_p50_ms: percentile(&mut counts, 0.50),
         filtered_count_p99_ms: percentile(&mut counts, 0.99),
@@ -219,6 +237,9 @@ pub fn run(args: &BenchStoreArgs) -> Result<()> {
         figures.insert_wall_s,
         figures.db_bytes as f64 / 1048576.0
     );
+    if let (Some(cpu), Some(rate)) = (figures.insert_cpu_s, figures.insert_per_cpu_s) {
+        println!("  insert per CPU    {rate:>10.0} fragments/s ({cpu:.1} s of process CPU)");
+    }
     println!(
         "  filtered count    p50 {:>8.2} ms   p99 {:>8.2} ms   ({:.0} visible on average)",
         figures.filtered_count_p50_ms, figures.filtered_count_p99_ms, figures.mean_visible

@@ -496,9 +496,9 @@ fn open_connection(location: &Location, config: &StoreConfig) -> Result<Connecti
     };
     conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(64);
-    // 64 MiB of page cache per connection (negative = KiB): index updates of
-    // large batches stay in memory.
-    conn.pragma_update(None, "cache_size", -65_536)?;
+    // 16 MiB of page cache per connection (negative = KiB): the index pages a
+    // batch touches stay in memory (much larger caches cost more per commit).
+    conn.pragma_update(None, "cache_size", -16_384)?;
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(not_a_database)?;
     conn.pragma_update(None, "secure_delete", true)
@@ -521,6 +521,9 @@ fn open_connection(location: &Location, config: &StoreConfig) -> Result<Connecti
             Synchronous::Full => "FULL",
         };
         conn.pragma_update(None, "synchronous", sync)?;
+        // Checkpoint every ~80 MiB of log instead of ~8: pages rewritten by
+        // many commits (index leaves) reach the file once, with fewer fsyncs.
+        conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
     }
     if let Some(max) = config.max_pages {
         let max = i64::try_from(max).unwrap_or(i64::MAX);
@@ -565,9 +568,11 @@ fn batch_digest(
             field(k.as_bytes());
         }
         field(b"|");
+        // The embedding follows from the content and the embedder: its id and
+        // dimension identify it without hashing every component.
         if let Some(e) = &f.embedding {
             field(e.embedder.as_bytes());
-            field(&codec::vector_blob(&e.vector));
+            field(&(e.vector.len() as u64).to_le_bytes());
         }
         field(card.as_deref().unwrap_or("").as_bytes());
     }
