@@ -16,8 +16,7 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions, Value,
 };
 use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter,
-    TextAnalyzer,
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
 };
 use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
@@ -63,13 +62,17 @@ fn schema() -> (Schema, Field, Field) {
     let indexing = TextFieldIndexing::default()
         .set_tokenizer(ANALYZER)
         .set_index_option(IndexRecordOption::WithFreqs);
-    let text = builder.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
+    let text = builder.add_text_field(
+        "text",
+        TextOptions::default().set_indexing_options(indexing),
+    );
     (builder.build(), id, text)
 }
 
 fn english() -> Result<TextAnalyzer> {
-    let stop_words = StopWordFilter::new(Language::English)
-        .ok_or_else(|| err("no English stop-word list; build tantivy with its stopwords feature"))?;
+    let stop_words = StopWordFilter::new(Language::English).ok_or_else(|| {
+        err("no English stop-word list; build tantivy with its stopwords feature")
+    })?;
     Ok(TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
@@ -236,7 +239,8 @@ impl LexicalIndex for TantivyBm25 {
     fn save(&self, dir: &Path) -> Result<()> {
         self.commit()?;
         let live = self.read();
-        let target = MmapDirectory::open(dir).map_err(|e| Error::io(dir, std::io::Error::other(e.to_string())))?;
+        let target = MmapDirectory::open(dir)
+            .map_err(|e| Error::io(dir, std::io::Error::other(e.to_string())))?;
         live.dir.persist(&target).map_err(err)
     }
 
@@ -251,7 +255,8 @@ impl LexicalIndex for TantivyBm25 {
                 continue;
             }
             let bytes = std::fs::read(entry.path()).map_err(|e| Error::io(&entry.path(), e))?;
-            ram.atomic_write(Path::new(name), &bytes).map_err(|e| Error::io(&entry.path(), e))?;
+            ram.atomic_write(Path::new(name), &bytes)
+                .map_err(|e| Error::io(&entry.path(), e))?;
         }
         let index = Index::open(ram.clone()).map_err(|e| Error::corrupt(dir, e.to_string()))?;
         let live = Live::open(ram, index)?;

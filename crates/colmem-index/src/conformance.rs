@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::admit::Admit;
-use colmem_core::ErrorKind;
 use crate::lexical::LexicalIndex;
 use crate::vector::{Effort, VectorHit, VectorIndex, dot, normalized};
+use colmem_core::ErrorKind;
 
 /// A failed conformance check.
 pub type Failure = String;
@@ -73,7 +73,9 @@ impl Rng {
 /// `n` clustered vectors of `dim` components, keyed 1..=n.
 fn corpus(n: usize, dim: usize, seed: u64) -> Vec<(u64, Vec<f32>)> {
     let mut rng = Rng(seed);
-    let centres: Vec<Vec<f32>> = (0..8).map(|_| (0..dim).map(|_| rng.unit()).collect()).collect();
+    let centres: Vec<Vec<f32>> = (0..8)
+        .map(|_| (0..dim).map(|_| rng.unit()).collect())
+        .collect();
     (0..n)
         .map(|i| {
             let centre = &centres[i % centres.len()];
@@ -117,7 +119,10 @@ pub fn vector(factory: &dyn Fn(usize) -> Box<dyn VectorIndex>) -> Result<(), Fai
         "a fresh index has the requested dimension and no vector".into()
     })?;
     let query = corpus(1, DIM, 99).remove(0).1;
-    let empty = io("search an empty index", index.search(&query, K, &Admit::All, Effort::default_for(K)))?;
+    let empty = io(
+        "search an empty index",
+        index.search(&query, K, &Admit::All, Effort::default_for(K)),
+    )?;
     ensure(empty.is_empty(), || "an empty index returns nothing".into())?;
 
     let data = corpus(600, DIM, 7);
@@ -126,8 +131,12 @@ pub fn vector(factory: &dyn Fn(usize) -> Box<dyn VectorIndex>) -> Result<(), Fai
     for (id, v) in &rows[300..] {
         io("insert", index.insert(*id, v))?;
     }
-    ensure(index.len() == 600, || format!("600 vectors inserted, len is {}", index.len()))?;
-    ensure(index.contains(1) && !index.contains(10_000), || "contains reports membership".into())?;
+    ensure(index.len() == 600, || {
+        format!("600 vectors inserted, len is {}", index.len())
+    })?;
+    ensure(index.contains(1) && !index.contains(10_000), || {
+        "contains reports membership".into()
+    })?;
 
     let mut buffer = Vec::new();
     let held = io("read a vector", index.vector(5, &mut buffer))?;
@@ -139,7 +148,10 @@ pub fn vector(factory: &dyn Fn(usize) -> Box<dyn VectorIndex>) -> Result<(), Fai
     let queries = corpus(20, DIM, 1234);
     let filters: Vec<(&str, Admit)> = vec![
         ("all", Admit::All),
-        ("every 10th", Admit::from_ids((1..=600).filter(|i| i % 10 == 0))),
+        (
+            "every 10th",
+            Admit::from_ids((1..=600).filter(|i| i % 10 == 0)),
+        ),
         ("three", Admit::from_ids([17, 301, 555])),
         ("one", Admit::from_ids([42])),
         ("none", Admit::from_ids([])),
@@ -148,7 +160,10 @@ pub fn vector(factory: &dyn Fn(usize) -> Box<dyn VectorIndex>) -> Result<(), Fai
     for (name, admit) in &filters {
         let mut total = 0.0;
         for (_, q) in &queries {
-            let found = io("search", index.search(q, K, admit, Effort { candidates: 64 }))?;
+            let found = io(
+                "search",
+                index.search(q, K, admit, Effort { candidates: 64 }),
+            )?;
             let truth = exact(&data, q, K, admit);
             ensure(found.iter().all(|h| admit.contains(h.id)), || {
                 format!("filter {name}: a result outside the filter was returned")
@@ -167,35 +182,57 @@ pub fn vector(factory: &dyn Fn(usize) -> Box<dyn VectorIndex>) -> Result<(), Fai
         }
         let mean = total / queries.len() as f64;
         let floor = if index.is_exact() { 1.0 } else { 0.95 };
-        ensure(mean >= floor, || format!("filter {name}: recall@{K} {mean:.3} < {floor}"))?;
+        ensure(mean >= floor, || {
+            format!("filter {name}: recall@{K} {mean:.3} < {floor}")
+        })?;
     }
 
     // An explicit scan is exact whatever the backend.
     let ids = [3u64, 8, 13, 21, 34, 55, 89, 144, 233, 377, 9_999];
     let scanned = io("scan", index.scan(&query, 5, &mut ids.iter().copied()))?;
     let truth = exact(&data, &query, 5, &Admit::from_ids(ids));
-    ensure(scanned.iter().map(|h| h.id).collect::<Vec<_>>() == truth, || {
-        "scan over a list returns its exact top-k".into()
-    })?;
+    ensure(
+        scanned.iter().map(|h| h.id).collect::<Vec<_>>() == truth,
+        || "scan over a list returns its exact top-k".into(),
+    )?;
 
     // Replacing moves a vector; removing hides it.
     let target = data[100].1.clone();
     io("replace", index.insert(7, &target))?;
     ensure(index.len() == 600, || "replacing keeps the count".into())?;
-    let found = io("search", index.search(&target, 2, &Admit::from_ids([7, 101]), Effort::default_for(2)))?;
-    ensure(found.len() == 2 && (found[0].score - found[1].score).abs() < 0.02, || {
-        "a replaced vector is found at its new place".into()
+    let found = io(
+        "search",
+        index.search(
+            &target,
+            2,
+            &Admit::from_ids([7, 101]),
+            Effort::default_for(2),
+        ),
+    )?;
+    ensure(
+        found.len() == 2 && (found[0].score - found[1].score).abs() < 0.02,
+        || "a replaced vector is found at its new place".into(),
+    )?;
+    ensure(io("remove", index.remove(7))?, || {
+        "remove reports a held vector".into()
     })?;
-    ensure(io("remove", index.remove(7))?, || "remove reports a held vector".into())?;
-    ensure(!io("remove again", index.remove(7))?, || "remove reports an absent vector".into())?;
-    let found = io("search", index.search(&target, 600, &Admit::All, Effort { candidates: 600 }))?;
-    ensure(!found.iter().any(|h| h.id == 7) && index.len() == 599, || {
-        "a removed vector is never returned".into()
+    ensure(!io("remove again", index.remove(7))?, || {
+        "remove reports an absent vector".into()
     })?;
+    let found = io(
+        "search",
+        index.search(&target, 600, &Admit::All, Effort { candidates: 600 }),
+    )?;
+    ensure(
+        !found.iter().any(|h| h.id == 7) && index.len() == 599,
+        || "a removed vector is never returned".into(),
+    )?;
 
     let wrong = index.insert(1, &[1.0, 2.0]);
     ensure(
-        wrong.as_ref().is_err_and(|e| e.kind() == ErrorKind::InvalidInput),
+        wrong
+            .as_ref()
+            .is_err_and(|e| e.kind() == ErrorKind::InvalidInput),
         || "a vector of the wrong dimension is refused as invalid input".into(),
     )?;
 
@@ -204,19 +241,32 @@ pub fn vector(factory: &dyn Fn(usize) -> Box<dyn VectorIndex>) -> Result<(), Fai
     io("save", index.save(&scratch.0))?;
     let copy = factory(DIM);
     io("load", copy.load(&scratch.0))?;
-    ensure(copy.len() == 599, || format!("a loaded copy holds {} vectors, not 599", copy.len()))?;
+    ensure(copy.len() == 599, || {
+        format!("a loaded copy holds {} vectors, not 599", copy.len())
+    })?;
     for (_, q) in queries.iter().take(5) {
-        let a = io("search", index.search(q, K, &Admit::All, Effort { candidates: 64 }))?;
-        let b = io("search", copy.search(q, K, &Admit::All, Effort { candidates: 64 }))?;
-        ensure(recall(&b, &a.iter().map(|h| h.id).collect::<Vec<_>>()) >= 0.9, || {
-            "a loaded copy answers like the original".into()
-        })?;
+        let a = io(
+            "search",
+            index.search(q, K, &Admit::All, Effort { candidates: 64 }),
+        )?;
+        let b = io(
+            "search",
+            copy.search(q, K, &Admit::All, Effort { candidates: 64 }),
+        )?;
+        ensure(
+            recall(&b, &a.iter().map(|h| h.id).collect::<Vec<_>>()) >= 0.9,
+            || "a loaded copy answers like the original".into(),
+        )?;
     }
     io("insert after load", copy.insert(5_000, &query))?;
     truncate_largest(&scratch.0)?;
-    ensure(factory(DIM).load(&scratch.0).is_err(), || "loading a truncated file fails".into())?;
+    ensure(factory(DIM).load(&scratch.0).is_err(), || {
+        "loading a truncated file fails".into()
+    })?;
     let missing = Scratch::new("vector-missing")?;
-    ensure(factory(DIM).load(&missing.0).is_err(), || "loading an empty directory fails".into())?;
+    ensure(factory(DIM).load(&missing.0).is_err(), || {
+        "loading an empty directory fails".into()
+    })?;
 
     io("clear", index.clear())?;
     ensure(index.is_empty(), || "clear forgets every vector".into())?;
@@ -243,7 +293,10 @@ fn truncate_largest(dir: &Path) -> Result<(), Failure> {
         .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
         .ok_or_else(|| "save wrote no file".to_string())?;
     let len = io("stat", std::fs::metadata(largest))?.len();
-    let file = io("open", std::fs::OpenOptions::new().write(true).open(largest))?;
+    let file = io(
+        "open",
+        std::fs::OpenOptions::new().write(true).open(largest),
+    )?;
     io("truncate", file.set_len(len / 2))
 }
 
@@ -267,28 +320,42 @@ pub fn lexical(factory: &dyn Fn() -> Box<dyn LexicalIndex>) -> Result<(), Failur
         io("insert", index.insert(id, text))?;
     }
     io("commit", index.commit())?;
-    ensure(index.len() == 6, || format!("6 documents, len is {}", index.len()))?;
+    ensure(index.len() == 6, || {
+        format!("6 documents, len is {}", index.len())
+    })?;
 
     let found = io("search", index.search("CAT", 10, &Admit::All))?;
     let ids = lexical_ids(&found);
-    ensure(ids.len() == 2 && ids.contains(&1) && ids.contains(&2), || {
-        format!("'CAT' matches both cat documents (lowercasing, plural stemming): {ids:?}")
-    })?;
+    ensure(
+        ids.len() == 2 && ids.contains(&1) && ids.contains(&2),
+        || format!("'CAT' matches both cat documents (lowercasing, plural stemming): {ids:?}"),
+    )?;
     let found = io("search", index.search("garden", 10, &Admit::All))?;
-    ensure(lexical_ids(&found).contains(&5), || "'garden' matches 'Gardens' (stemming)".into())?;
-    let found = io("search", index.search("the of and", 10, &Admit::All))?;
-    ensure(found.is_empty(), || "a query of stop words matches nothing".into())?;
-    let found = io("search", index.search("northern revenue", 10, &Admit::All))?;
-    ensure(lexical_ids(&found).len() == 2 && found[0].score >= found[1].score, || {
-        "results come best first".into()
+    ensure(lexical_ids(&found).contains(&5), || {
+        "'garden' matches 'Gardens' (stemming)".into()
     })?;
+    let found = io("search", index.search("the of and", 10, &Admit::All))?;
+    ensure(found.is_empty(), || {
+        "a query of stop words matches nothing".into()
+    })?;
+    let found = io("search", index.search("northern revenue", 10, &Admit::All))?;
+    ensure(
+        lexical_ids(&found).len() == 2 && found[0].score >= found[1].score,
+        || "results come best first".into(),
+    )?;
     let found = io("search", index.search("revenue", 10, &Admit::from_ids([4])))?;
-    ensure(lexical_ids(&found) == vec![4], || "the filter narrows lexical results".into())?;
+    ensure(lexical_ids(&found) == vec![4], || {
+        "the filter narrows lexical results".into()
+    })?;
 
     // The filter is applied while collecting: admitted low scorers still fill k.
     let base = 100u64;
     for i in 0..60u64 {
-        let text = if i < 57 { "apple apple apple pie" } else { "apple with a long tail of many other words here" };
+        let text = if i < 57 {
+            "apple apple apple pie"
+        } else {
+            "apple with a long tail of many other words here"
+        };
         io("insert", index.insert(base + i, text))?;
     }
     io("commit", index.commit())?;
@@ -306,17 +373,22 @@ pub fn lexical(factory: &dyn Fn() -> Box<dyn LexicalIndex>) -> Result<(), Failur
     io("commit", index.commit())?;
     let found = io("search", index.search("cat garden", 10, &Admit::All))?;
     ensure(lexical_ids(&found) == vec![2], || {
-        format!("replaced and removed documents are not returned: {:?}", lexical_ids(&found))
+        format!(
+            "replaced and removed documents are not returned: {:?}",
+            lexical_ids(&found)
+        )
     })?;
     io("insert", index.insert(7, "zanzibarian secret passphrase"))?;
     io("commit", index.commit())?;
-    ensure(!io("search", index.search("zanzibarian", 1, &Admit::All))?.is_empty(), || {
-        "a fresh document is found".into()
-    })?;
+    ensure(
+        !io("search", index.search("zanzibarian", 1, &Admit::All))?.is_empty(),
+        || "a fresh document is found".into(),
+    )?;
     io("purge", index.purge(&[7]))?;
-    ensure(io("search", index.search("zanzibarian", 1, &Admit::All))?.is_empty(), || {
-        "a purged document is not found".into()
-    })?;
+    ensure(
+        io("search", index.search("zanzibarian", 1, &Admit::All))?.is_empty(),
+        || "a purged document is not found".into(),
+    )?;
 
     let scratch = Scratch::new("lexical")?;
     io("save", index.save(&scratch.0))?;
@@ -332,7 +404,9 @@ pub fn lexical(factory: &dyn Fn() -> Box<dyn LexicalIndex>) -> Result<(), Failur
     io("load", copy.load(&scratch.0))?;
     let a = io("search", index.search("apple revenue", 20, &Admit::All))?;
     let b = io("search", copy.search("apple revenue", 20, &Admit::All))?;
-    ensure(lexical_ids(&a) == lexical_ids(&b), || "a loaded copy answers like the original".into())?;
+    ensure(lexical_ids(&a) == lexical_ids(&b), || {
+        "a loaded copy answers like the original".into()
+    })?;
     io("insert after load", copy.insert(8, "more apples"))?;
     io("commit after load", copy.commit())?;
     truncate_largest(&scratch.0)?;

@@ -23,7 +23,9 @@ pub enum Error {
     #[error("invalid input: {0}")]
     InvalidInput(String),
     /// An index file that is missing, truncated or damaged.
-    #[error("index file {path} is damaged ({reason}); delete the index directory to rebuild it from the store")]
+    #[error(
+        "index file {path} is damaged ({reason}); delete the index directory to rebuild it from the store"
+    )]
     Corrupt {
         /// The file.
         path: String,

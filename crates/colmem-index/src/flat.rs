@@ -94,7 +94,8 @@ impl VectorIndex for FlatIndex {
         if slot != last {
             let moved = rows.ids[last];
             rows.ids[slot] = moved;
-            rows.data.copy_within(last * dim..(last + 1) * dim, slot * dim);
+            rows.data
+                .copy_within(last * dim..(last + 1) * dim, slot * dim);
             rows.slots.insert(moved, slot);
         }
         rows.ids.pop();

@@ -13,6 +13,7 @@ use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use crate::admit::Admit;
 use crate::error::{Error, Result};
+use crate::flat::FlatIndex;
 use crate::vector::{Effort, VectorHit, VectorIndex, normalized, sort_hits};
 
 const FILE: &str = "hnsw.usearch";
@@ -66,6 +67,9 @@ pub struct HnswIndex {
     dim: usize,
     config: HnswConfig,
     index: RwLock<Index>,
+    /// Contiguous f32 copies for the planner's exact scans over admitted lists
+    /// (usearch's per-key `get` is several times slower). Costs `4·dim` bytes a vector.
+    exact: FlatIndex,
     /// Serialises writers, so capacity checks and inserts do not race.
     writer: Mutex<()>,
 }
@@ -109,6 +113,7 @@ impl HnswIndex {
             dim,
             config,
             index: RwLock::new(index),
+            exact: FlatIndex::new(dim),
             writer: Mutex::new(()),
         })
     }
@@ -124,6 +129,11 @@ impl HnswIndex {
         index
             .reserve_capacity_and_threads(capacity, threads)
             .map_err(|e| Error::backend(BACKEND, e))
+    }
+
+    /// The SIMD kernels usearch picked on this machine (for reports).
+    pub fn hardware_acceleration(&self) -> String {
+        self.read().hardware_acceleration()
     }
 
     /// The construction settings.
@@ -180,7 +190,8 @@ impl VectorIndex for HnswIndex {
         }
         index
             .add(id, &vector)
-            .map_err(|e| Error::backend(BACKEND, e))
+            .map_err(|e| Error::backend(BACKEND, e))?;
+        self.exact.insert(id, &vector)
     }
 
     fn insert_batch(&self, items: &[(u64, &[f32])]) -> Result<()> {
@@ -195,6 +206,9 @@ impl VectorIndex for HnswIndex {
             if index.contains(*id) {
                 index.remove(*id).map_err(|e| Error::backend(BACKEND, e))?;
             }
+        }
+        for (id, vector) in &rows {
+            self.exact.insert(*id, vector)?;
         }
         let threads = self.config.threads.clamp(1, 64);
         let chunk = rows.len().div_ceil(threads).max(1);
@@ -228,13 +242,14 @@ impl VectorIndex for HnswIndex {
             return Ok(false);
         }
         index.remove(id).map_err(|e| Error::backend(BACKEND, e))?;
+        self.exact.remove(id)?;
         Ok(true)
     }
 
     fn clear(&self) -> Result<()> {
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         *self.write() = Self::fresh(self.dim, &self.config)?;
-        Ok(())
+        self.exact.clear()
     }
 
     fn contains(&self, id: u64) -> bool {
@@ -242,16 +257,16 @@ impl VectorIndex for HnswIndex {
     }
 
     fn vector(&self, id: u64, out: &mut Vec<f32>) -> Result<bool> {
-        out.clear();
-        out.resize(self.dim, 0.0);
-        let found = self
-            .read()
-            .get(id, out.as_mut_slice())
-            .map_err(|e| Error::backend(BACKEND, e))?;
-        if found == 0 {
-            out.clear();
-        }
-        Ok(found > 0)
+        self.exact.vector(id, out)
+    }
+
+    fn scan(
+        &self,
+        query: &[f32],
+        k: usize,
+        ids: &mut dyn Iterator<Item = u64>,
+    ) -> Result<Vec<VectorHit>> {
+        self.exact.scan(query, k, ids)
     }
 
     fn search(
@@ -293,7 +308,8 @@ impl VectorIndex for HnswIndex {
             .ok_or_else(|| Error::InvalidInput("the index path is not valid UTF-8".into()))?;
         self.read()
             .save(text)
-            .map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))
+            .map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
+        self.exact.save(dir)
     }
 
     fn load(&self, dir: &Path) -> Result<()> {
@@ -321,7 +337,16 @@ impl VectorIndex for HnswIndex {
             .map_err(|e| Error::corrupt(&path, e.to_string()))?;
         let capacity = (index.size() + 1024).max(index.capacity());
         Self::reserve(&index, capacity, &self.config)?;
+        let copies = FlatIndex::new(self.dim);
+        copies.load(dir)?;
+        if copies.len() != index.size() {
+            return Err(Error::corrupt(
+                &path,
+                "the graph and the exact copies disagree",
+            ));
+        }
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        self.exact.load(dir)?;
         *self.write() = index;
         Ok(())
     }

@@ -37,8 +37,8 @@ impl Default for PlannerConfig {
             exact_max: 20_000,
             exact_fraction: 0.02,
             base_candidates: 64,
-            growth: 0.5,
-            max_candidates: 1024,
+            growth: 0.25,
+            max_candidates: 512,
         }
     }
 }
@@ -291,7 +291,8 @@ impl HybridIndex {
                 ));
             }
         }
-        let postings = AccessPostings::load(&current.join("postings.json")).map_err(|e| e.to_string())?;
+        let postings =
+            AccessPostings::load(&current.join("postings.json")).map_err(|e| e.to_string())?;
         self.vector
             .load(&current.join("vector"))
             .map_err(|e| e.to_string())?;
@@ -404,10 +405,8 @@ impl HybridIndex {
             let mut ids: Vec<FragmentId> = ops.keys().map(|&id| FragmentId(id)).collect();
             ids.sort();
             let loaded = feed.load(&ids)?;
-            let mut records: HashMap<u64, StoredFragment> = loaded
-                .into_iter()
-                .map(|s| (s.fragment.id.0, s))
-                .collect();
+            let mut records: HashMap<u64, StoredFragment> =
+                loaded.into_iter().map(|s| (s.fragment.id.0, s)).collect();
             let mut batch = Batch::default();
             {
                 let state = self.read();
@@ -595,23 +594,26 @@ impl HybridIndex {
         } else {
             query.k
         };
-        let admit = if count == total {
+        // Every fragment admitted: the backends need no predicate at all.
+        let everything = count == total;
+        let admitted = Arc::new(admitted);
+        let admit = if everything {
             Admit::All
         } else {
-            Admit::only(admitted)
+            Admit::Only(admitted.clone())
         };
         let vector_hits = match query.vector {
             None => Vec::new(),
-            Some(vector) => match (plan.strategy, admit.ids()) {
-                (Strategy::ExactScan, Some(ids)) if !self.vector.is_exact() => {
-                    self.vector.scan(vector, depth, &mut ids.iter())?
+            Some(vector) => match plan.strategy {
+                Strategy::Hnsw { candidates } => {
+                    self.vector
+                        .search(vector, depth, &admit, Effort { candidates })?
                 }
-                (Strategy::Hnsw { candidates }, _) => {
-                    self.vector.search(vector, depth, &admit, Effort { candidates })?
+                _ if self.vector.is_exact() => {
+                    self.vector
+                        .search(vector, depth, &admit, Effort::default_for(depth))?
                 }
-                _ => self
-                    .vector
-                    .search(vector, depth, &admit, Effort::default_for(depth))?,
+                _ => self.vector.scan(vector, depth, &mut admitted.iter())?,
             },
         };
         let lexical_hits = match (query.text, &self.lexical) {

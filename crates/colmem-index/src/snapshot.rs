@@ -62,7 +62,11 @@ pub(crate) fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>> {
             .to_string_lossy()
             .replace('\\', "/");
         // Writer locks are not part of the data.
-        if rel.rsplit('/').next().is_some_and(|n| n.starts_with(".tantivy-")) {
+        if rel
+            .rsplit('/')
+            .next()
+            .is_some_and(|n| n.starts_with(".tantivy-"))
+        {
             continue;
         }
         hashes.insert(rel, hash_file(&path)?);

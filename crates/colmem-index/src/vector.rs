@@ -79,11 +79,21 @@ pub trait VectorIndex: Send + Sync + fmt::Debug {
     /// The `k` admitted vectors closest to `query`, best first. The filter is
     /// applied inside the search: an approximate backend walks its graph with
     /// the predicate, so it never returns fewer than `k` because of it.
-    fn search(&self, query: &[f32], k: usize, admit: &Admit, effort: Effort)
-    -> Result<Vec<VectorHit>>;
+    fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        admit: &Admit,
+        effort: Effort,
+    ) -> Result<Vec<VectorHit>>;
 
     /// The exact top-`k` among `ids`: a scan over an explicit admitted list.
-    fn scan(&self, query: &[f32], k: usize, ids: &mut dyn Iterator<Item = u64>) -> Result<Vec<VectorHit>> {
+    fn scan(
+        &self,
+        query: &[f32],
+        k: usize,
+        ids: &mut dyn Iterator<Item = u64>,
+    ) -> Result<Vec<VectorHit>> {
         let query = normalized(query, self.dim())?;
         let mut top = TopK::new(k);
         let mut buffer = Vec::with_capacity(self.dim());
@@ -237,7 +247,10 @@ mod tests {
     fn normalising_checks_dimension_and_finiteness() {
         assert!(matches!(
             normalized(&[1.0, 2.0], 3),
-            Err(Error::Dimension { expected: 3, got: 2 })
+            Err(Error::Dimension {
+                expected: 3,
+                got: 2
+            })
         ));
         assert!(normalized(&[f32::NAN, 1.0], 2).is_err());
         let v = normalized(&[3.0, 4.0], 2).unwrap();

@@ -5,18 +5,32 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use colmem_core::{ReadFilter, Scope, View};
-use colmem_index::{FlatIndex, HybridConfig, HybridIndex, LexicalIndex, MemoryBm25, OpenReport, Query, VectorIndex};
+use colmem_index::{
+    FlatIndex, HybridConfig, HybridIndex, LexicalIndex, MemoryBm25, OpenReport, Query, VectorIndex,
+};
 
 use crate::support::{Access, MemFeed, agent, clustered, fragment, reader, user};
 
 const DIM: usize = 8;
 
 fn access() -> Access {
-    Access { user: user("d-user"), scope: Scope::User, agents: vec![agent("d-agent")], resources: vec![] }
+    Access {
+        user: user("d-user"),
+        scope: Scope::User,
+        agents: vec![agent("d-agent")],
+        resources: vec![],
+    }
 }
 
 fn filter() -> ReadFilter {
-    reader(user("d-user"), agent("d-agent"), &[agent("d-agent")], &[], &[], 10_000)
+    reader(
+        user("d-user"),
+        agent("d-agent"),
+        &[agent("d-agent")],
+        &[],
+        &[],
+        10_000,
+    )
 }
 
 fn feed_with(n: usize, embedder: &str) -> MemFeed {
@@ -31,27 +45,48 @@ fn feed_with(n: usize, embedder: &str) -> MemFeed {
 type Backends = (Arc<dyn VectorIndex>, Option<Arc<dyn LexicalIndex>>);
 
 fn backends_list() -> Vec<(&'static str, fn() -> Backends)> {
-    let mut list: Vec<(&'static str, fn() -> Backends)> =
-        vec![("flat+memory", || (Arc::new(FlatIndex::new(DIM)), Some(Arc::new(MemoryBm25::new()))))];
+    let mut list: Vec<(&'static str, fn() -> Backends)> = vec![("flat+memory", || {
+        (
+            Arc::new(FlatIndex::new(DIM)),
+            Some(Arc::new(MemoryBm25::new())),
+        )
+    })];
     #[cfg(all(feature = "usearch", feature = "tantivy"))]
     list.push(("hnsw+tantivy", || {
         (
-            Arc::new(colmem_index::HnswIndex::new(DIM, colmem_index::HnswConfig::default()).unwrap()),
+            Arc::new(
+                colmem_index::HnswIndex::new(DIM, colmem_index::HnswConfig::default()).unwrap(),
+            ),
             Some(Arc::new(colmem_index::TantivyBm25::new().unwrap())),
         )
     }));
     list
 }
 
-fn open(dir: &Path, make: fn() -> Backends, embedder: Option<&str>, feed: &MemFeed) -> (HybridIndex, OpenReport) {
+fn open(
+    dir: &Path,
+    make: fn() -> Backends,
+    embedder: Option<&str>,
+    feed: &MemFeed,
+) -> (HybridIndex, OpenReport) {
     let (vector, lexical) = make();
-    let config = HybridConfig { embedder: embedder.map(str::to_owned), ..HybridConfig::default() };
+    let config = HybridConfig {
+        embedder: embedder.map(str::to_owned),
+        ..HybridConfig::default()
+    };
     HybridIndex::open(dir, vector, lexical, config, feed).unwrap()
 }
 
 fn ids(index: &HybridIndex, text: &str, view: View) -> Vec<u64> {
     let mut ids: Vec<u64> = index
-        .search(&Query { vector: None, text: Some(text), k: 100 }, &filter().with_view(view))
+        .search(
+            &Query {
+                vector: None,
+                text: Some(text),
+                k: 100,
+            },
+            &filter().with_view(view),
+        )
         .unwrap()
         .iter()
         .map(|h| h.id.0)
@@ -66,7 +101,11 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
-            if p.is_dir() { stack.push(p) } else { out.push(p) }
+            if p.is_dir() {
+                stack.push(p)
+            } else {
+                out.push(p)
+            }
         }
     }
     out.sort();
@@ -77,7 +116,12 @@ fn data_files(dir: &Path, part: &str) -> Vec<PathBuf> {
     files(dir)
         .into_iter()
         .filter(|p| p.to_string_lossy().contains(part) && !p.ends_with("manifest.json"))
-        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with(".tantivy-"))
+        .filter(|p| {
+            !p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".tantivy-")
+        })
         .collect()
 }
 
@@ -97,15 +141,31 @@ fn open_builds_then_restores_and_catches_up_on_every_op() {
         let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
         assert!(report.restored, "{name}: {:?}", report.rebuild_reason);
         assert_eq!(report.catch_up.changes, 0);
-        assert_eq!(ids(&index, "apples", View::Current), apples, "{name}: restored answers alike");
+        assert_eq!(
+            ids(&index, "apples", View::Current),
+            apples,
+            "{name}: restored answers alike"
+        );
         drop(index);
 
         // Changes while closed: a new fact, a supersession, a deletion, a purge.
-        feed.put(fragment(100, &access(), "entry 100 about apples and zeppelins", Some(vec![0.3; DIM]), "emb-1"));
+        feed.put(fragment(
+            100,
+            &access(),
+            "entry 100 about apples and zeppelins",
+            Some(vec![0.3; DIM]),
+            "emb-1",
+        ));
         feed.supersede(1, 2_000);
         feed.delete(4, 2_000);
         feed.purge(7);
-        feed.put(fragment(101, &access(), "a quokka", Some(vec![0.1; DIM]), "emb-1"));
+        feed.put(fragment(
+            101,
+            &access(),
+            "a quokka",
+            Some(vec![0.1; DIM]),
+            "emb-1",
+        ));
         feed.purge(101);
         let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
         assert!(report.restored, "{name}");
@@ -113,19 +173,47 @@ fn open_builds_then_restores_and_catches_up_on_every_op() {
         assert_eq!(index.seq(), 66);
         let now = ids(&index, "apples", View::Current);
         assert!(now.contains(&100), "{name}: the new fact is indexed");
-        assert!(!now.contains(&1), "{name}: the superseded version is not current");
-        assert!(!now.contains(&4) && !now.contains(&7), "{name}: deleted and purged are gone");
+        assert!(
+            !now.contains(&1),
+            "{name}: the superseded version is not current"
+        );
+        assert!(
+            !now.contains(&4) && !now.contains(&7),
+            "{name}: deleted and purged are gone"
+        );
         assert_eq!(now.len(), 20 + 1 - 3, "{name}");
         let history = ids(&index, "apples", View::AllVersions);
-        assert!(history.contains(&1) && !history.contains(&4), "{name}: history keeps superseded, never deleted");
-        assert!(ids(&index, "quokka", View::AllVersions).is_empty(), "{name}");
+        assert!(
+            history.contains(&1) && !history.contains(&4),
+            "{name}: history keeps superseded, never deleted"
+        );
+        assert!(
+            ids(&index, "quokka", View::AllVersions).is_empty(),
+            "{name}"
+        );
         let q = vec![0.1; DIM];
-        let hits = index.search(&Query { vector: Some(&q), text: None, k: 100 }, &filter().with_view(View::AllVersions)).unwrap();
-        assert!(hits.iter().all(|h| ![4, 7, 101].contains(&h.id.0)), "{name}: no vector of dropped fragments");
+        let hits = index
+            .search(
+                &Query {
+                    vector: Some(&q),
+                    text: None,
+                    k: 100,
+                },
+                &filter().with_view(View::AllVersions),
+            )
+            .unwrap();
+        assert!(
+            hits.iter().all(|h| ![4, 7, 101].contains(&h.id.0)),
+            "{name}: no vector of dropped fragments"
+        );
         // Purged text lies in no snapshot file.
         for file in files(dir.path()) {
             let bytes = std::fs::read(&file).unwrap();
-            assert!(!bytes.windows(6).any(|w| w == b"quokka"), "{name}: purged text in {}", file.display());
+            assert!(
+                !bytes.windows(6).any(|w| w == b"quokka"),
+                "{name}: purged text in {}",
+                file.display()
+            );
         }
     }
 }
@@ -137,19 +225,53 @@ fn damage_and_reopen(damage: impl Fn(&Path)) {
         let (index, _) = open(dir.path(), make, Some("emb-1"), &feed);
         let before = ids(&index, "boats", View::Current);
         let q = vec![0.2; DIM];
-        let vector_before: Vec<u64> = index.search(&Query { vector: Some(&q), text: None, k: 5 }, &filter()).unwrap().iter().map(|h| h.id.0).collect();
+        let vector_before: Vec<u64> = index
+            .search(
+                &Query {
+                    vector: Some(&q),
+                    text: None,
+                    k: 5,
+                },
+                &filter(),
+            )
+            .unwrap()
+            .iter()
+            .map(|h| h.id.0)
+            .collect();
         drop(index);
         damage(dir.path());
         let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
-        assert!(!report.restored, "{name}: a damaged snapshot must be rebuilt");
+        assert!(
+            !report.restored,
+            "{name}: a damaged snapshot must be rebuilt"
+        );
         assert!(report.rebuild_reason.is_some());
         assert_eq!(report.catch_up.indexed, 40, "{name}");
-        assert_eq!(ids(&index, "boats", View::Current), before, "{name}: rebuilt answers alike");
-        let vector_after: Vec<u64> = index.search(&Query { vector: Some(&q), text: None, k: 5 }, &filter()).unwrap().iter().map(|h| h.id.0).collect();
+        assert_eq!(
+            ids(&index, "boats", View::Current),
+            before,
+            "{name}: rebuilt answers alike"
+        );
+        let vector_after: Vec<u64> = index
+            .search(
+                &Query {
+                    vector: Some(&q),
+                    text: None,
+                    k: 5,
+                },
+                &filter(),
+            )
+            .unwrap()
+            .iter()
+            .map(|h| h.id.0)
+            .collect();
         assert_eq!(vector_after, vector_before, "{name}");
         drop(index);
         let (_, report) = open(dir.path(), make, Some("emb-1"), &feed);
-        assert!(report.restored, "{name}: the rebuilt snapshot is whole again");
+        assert!(
+            report.restored,
+            "{name}: the rebuilt snapshot is whole again"
+        );
     }
 }
 
@@ -171,9 +293,17 @@ fn a_deleted_index_directory_is_rebuilt() {
 fn a_truncated_lexical_file_is_rebuilt() {
     damage_and_reopen(|dir| {
         let files = data_files(dir, "lexical");
-        let largest = files.iter().max_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
+        let largest = files
+            .iter()
+            .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+            .unwrap();
         let len = std::fs::metadata(largest).unwrap().len();
-        std::fs::OpenOptions::new().write(true).open(largest).unwrap().set_len(len / 2).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(largest)
+            .unwrap()
+            .set_len(len / 2)
+            .unwrap();
     });
 }
 
@@ -192,7 +322,9 @@ fn corrupted_bytes_are_rebuilt() {
 
 #[test]
 fn a_damaged_manifest_is_rebuilt() {
-    damage_and_reopen(|dir| std::fs::write(dir.join("current").join("manifest.json"), b"{not json").unwrap());
+    damage_and_reopen(|dir| {
+        std::fs::write(dir.join("current").join("manifest.json"), b"{not json").unwrap()
+    });
 }
 
 #[test]
@@ -208,7 +340,11 @@ fn a_new_embedder_forces_a_rebuild() {
     // The store still holds emb-1 vectors: they are not mixed into an emb-2 index.
     assert_eq!(report.catch_up.skipped_vectors, 20);
     assert_eq!(index.vector_index().len(), 0);
-    assert_eq!(ids(&index, "apples", View::Current).len(), 7, "text search still works");
+    assert_eq!(
+        ids(&index, "apples", View::Current).len(),
+        7,
+        "text search still works"
+    );
 }
 
 #[test]

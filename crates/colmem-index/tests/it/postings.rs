@@ -37,16 +37,18 @@ fn meta_spec() -> impl Strategy<Value = MetaSpec> {
         proptest::option::weighted(0.2, 0i64..100),
         proptest::option::of((0i64..100, 1i64..50)),
     )
-        .prop_map(|(user, scope, agents, resources, created, superseded, deleted, validity)| MetaSpec {
-            user,
-            scope,
-            agents,
-            resources,
-            created,
-            superseded,
-            deleted,
-            validity,
-        })
+        .prop_map(
+            |(user, scope, agents, resources, created, superseded, deleted, validity)| MetaSpec {
+                user,
+                scope,
+                agents,
+                resources,
+                created,
+                superseded,
+                deleted,
+                validity,
+            },
+        )
 }
 
 fn to_meta(s: &MetaSpec) -> FragmentMeta {
@@ -86,17 +88,26 @@ struct FilterSpec {
 }
 
 fn filter_spec() -> impl Strategy<Value = FilterSpec> {
-    (0usize..3, 0usize..4, 0u8..16, 0u8..8, 0u8..8, 0i64..220, (0u8..4, 0i64..220)).prop_map(
-        |(user, agent, agents, resources, groups, now, view)| FilterSpec {
-            user,
-            agent,
-            agents,
-            resources,
-            groups,
-            now,
-            view,
-        },
+    (
+        0usize..3,
+        0usize..4,
+        0u8..16,
+        0u8..8,
+        0u8..8,
+        0i64..220,
+        (0u8..4, 0i64..220),
     )
+        .prop_map(
+            |(user, agent, agents, resources, groups, now, view)| FilterSpec {
+                user,
+                agent,
+                agents,
+                resources,
+                groups,
+                now,
+                view,
+            },
+        )
 }
 
 fn to_filter(s: &FilterSpec) -> ReadFilter {

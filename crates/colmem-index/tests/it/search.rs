@@ -10,7 +10,9 @@ use colmem_index::{
 };
 use proptest::prelude::*;
 
-use crate::support::{Access, agent, clustered, fragment, group, oracle_top_k, reader, resource, user};
+use crate::support::{
+    Access, agent, clustered, fragment, group, oracle_top_k, reader, resource, user,
+};
 
 const N: usize = 4000;
 const DIM: usize = 16;
@@ -36,15 +38,40 @@ fn text(i: usize) -> String {
 /// and resource, and the rest global but written by an agent few readers may invoke.
 fn access(i: usize) -> Access {
     if i % 10 == 0 {
-        Access { user: user("u-fill"), scope: Scope::Group(group("team")), agents: vec![agent("a-team")], resources: vec![] }
+        Access {
+            user: user("u-fill"),
+            scope: Scope::Group(group("team")),
+            agents: vec![agent("a-team")],
+            resources: vec![],
+        }
     } else if i % 100 == 1 {
-        Access { user: user("u-mid"), scope: Scope::Group(group("mid")), agents: vec![agent("a-mid")], resources: vec![] }
+        Access {
+            user: user("u-mid"),
+            scope: Scope::Group(group("mid")),
+            agents: vec![agent("a-mid")],
+            resources: vec![],
+        }
     } else if i % 1000 == 2 {
-        Access { user: user("u-tiny"), scope: Scope::Global, agents: vec![agent("a-tiny")], resources: vec![resource("r-tiny")] }
+        Access {
+            user: user("u-tiny"),
+            scope: Scope::Global,
+            agents: vec![agent("a-tiny")],
+            resources: vec![resource("r-tiny")],
+        }
     } else if i == 3 {
-        Access { user: user("u-fill"), scope: Scope::Global, agents: vec![agent("a-one")], resources: vec![resource("r-one")] }
+        Access {
+            user: user("u-fill"),
+            scope: Scope::Global,
+            agents: vec![agent("a-one")],
+            resources: vec![resource("r-one")],
+        }
     } else {
-        Access { user: user("u-fill"), scope: Scope::Global, agents: vec![agent("a-fill")], resources: vec![] }
+        Access {
+            user: user("u-fill"),
+            scope: Scope::Global,
+            agents: vec![agent("a-fill")],
+            resources: vec![],
+        }
     }
 }
 
@@ -61,18 +88,91 @@ fn corpus() -> &'static Vec<StoredFragment> {
 
 /// The readers, each with the share of the corpus its filter admits.
 fn readers() -> Vec<(&'static str, ReadFilter, usize)> {
-    let all_agents = [agent("a-team"), agent("a-mid"), agent("a-tiny"), agent("a-one"), agent("a-fill")];
+    let all_agents = [
+        agent("a-team"),
+        agent("a-mid"),
+        agent("a-tiny"),
+        agent("a-one"),
+        agent("a-fill"),
+    ];
     vec![
-        ("100%", reader(user("u-fill"), agent("a-fill"), &all_agents, &[resource("r-tiny"), resource("r-one")], &[group("team"), group("mid")], 10_000), 0),
-        ("10%", reader(user("u-fill"), agent("a-team"), &[agent("a-team")], &[], &[group("team")], 10_000), N / 10),
-        ("1%", reader(user("u-mid"), agent("a-mid"), &[agent("a-mid")], &[], &[group("mid")], 10_000), N / 100),
-        ("0.1%", reader(user("u-tiny"), agent("a-tiny"), &[agent("a-tiny")], &[resource("r-tiny")], &[], 10_000), N / 1000),
-        ("one", reader(user("u-other"), agent("a-one"), &[agent("a-one")], &[resource("r-one")], &[], 10_000), 1),
+        (
+            "100%",
+            reader(
+                user("u-fill"),
+                agent("a-fill"),
+                &all_agents,
+                &[resource("r-tiny"), resource("r-one")],
+                &[group("team"), group("mid")],
+                10_000,
+            ),
+            0,
+        ),
+        (
+            "10%",
+            reader(
+                user("u-fill"),
+                agent("a-team"),
+                &[agent("a-team")],
+                &[],
+                &[group("team")],
+                10_000,
+            ),
+            N / 10,
+        ),
+        (
+            "1%",
+            reader(
+                user("u-mid"),
+                agent("a-mid"),
+                &[agent("a-mid")],
+                &[],
+                &[group("mid")],
+                10_000,
+            ),
+            N / 100,
+        ),
+        (
+            "0.1%",
+            reader(
+                user("u-tiny"),
+                agent("a-tiny"),
+                &[agent("a-tiny")],
+                &[resource("r-tiny")],
+                &[],
+                10_000,
+            ),
+            N / 1000,
+        ),
+        (
+            "one",
+            reader(
+                user("u-other"),
+                agent("a-one"),
+                &[agent("a-one")],
+                &[resource("r-one")],
+                &[],
+                10_000,
+            ),
+            1,
+        ),
     ]
 }
 
-fn build(vector: Arc<dyn VectorIndex>, lexical: Option<Arc<dyn LexicalIndex>>, planner: PlannerConfig, records: &[StoredFragment]) -> HybridIndex {
-    let index = HybridIndex::new(vector, lexical, HybridConfig { planner, ..HybridConfig::default() });
+fn build(
+    vector: Arc<dyn VectorIndex>,
+    lexical: Option<Arc<dyn LexicalIndex>>,
+    planner: PlannerConfig,
+    records: &[StoredFragment],
+) -> HybridIndex {
+    let index = HybridIndex::new(
+        vector,
+        lexical,
+        HybridConfig {
+            planner,
+            ..HybridConfig::default()
+        },
+    );
     for chunk in records.chunks(1000) {
         assert_eq!(index.put_many(chunk).unwrap(), 0);
     }
@@ -81,15 +181,26 @@ fn build(vector: Arc<dyn VectorIndex>, lexical: Option<Arc<dyn LexicalIndex>>, p
 }
 
 fn always_exact() -> PlannerConfig {
-    PlannerConfig { exact_max: u64::MAX, ..PlannerConfig::default() }
+    PlannerConfig {
+        exact_max: u64::MAX,
+        ..PlannerConfig::default()
+    }
 }
 
 fn always_hnsw() -> PlannerConfig {
-    PlannerConfig { exact_max: 0, exact_fraction: 0.0, ..PlannerConfig::default() }
+    PlannerConfig {
+        exact_max: 0,
+        exact_fraction: 0.0,
+        ..PlannerConfig::default()
+    }
 }
 
 fn planned() -> PlannerConfig {
-    PlannerConfig { exact_max: 100, exact_fraction: 0.0, ..PlannerConfig::default() }
+    PlannerConfig {
+        exact_max: 100,
+        exact_fraction: 0.0,
+        ..PlannerConfig::default()
+    }
 }
 
 /// Checks one index on every reader: only admitted fragments, the exact count,
@@ -98,31 +209,63 @@ fn check_recall(name: &str, index: &HybridIndex, expect: impl Fn(u64) -> fn(&Str
     check_recall_at_least(name, index, expect, 0.99);
 }
 
-fn check_recall_at_least(name: &str, index: &HybridIndex, expect: impl Fn(u64) -> fn(&Strategy) -> bool, floor: f64) {
+fn check_recall_at_least(
+    name: &str,
+    index: &HybridIndex,
+    expect: impl Fn(u64) -> fn(&Strategy) -> bool,
+    floor: f64,
+) {
     let records = corpus();
     let queries = clustered(40, DIM, 24, 99);
     for (label, filter, expected) in readers() {
         let admitted = index.admitted(&filter);
-        let expected = if expected == 0 { N as u64 } else { expected as u64 };
+        let expected = if expected == 0 {
+            N as u64
+        } else {
+            expected as u64
+        };
         assert_eq!(admitted.len(), expected, "{name} {label}: admitted count");
         let mut found_total = 0usize;
         let mut truth_total = 0usize;
         for q in &queries {
-            let hits = index.search(&Query { vector: Some(q), text: None, k: K }, &filter).unwrap();
+            let hits = index
+                .search(
+                    &Query {
+                        vector: Some(q),
+                        text: None,
+                        k: K,
+                    },
+                    &filter,
+                )
+                .unwrap();
             let truth = oracle_top_k(records, q, K, &filter);
             assert_eq!(hits.len(), truth.len(), "{name} {label}: result count");
             for hit in &hits {
                 let meta = records[hit.id.0 as usize - 1].fragment.meta();
-                assert!(filter.admits(&meta), "{name} {label}: {} is outside the filter", hit.id);
-                assert!(expect(expected)(&hit.plan.strategy), "{name} {label}: plan {:?}", hit.plan);
+                assert!(
+                    filter.admits(&meta),
+                    "{name} {label}: {} is outside the filter",
+                    hit.id
+                );
+                assert!(
+                    expect(expected)(&hit.plan.strategy),
+                    "{name} {label}: plan {:?}",
+                    hit.plan
+                );
                 assert_eq!(hit.plan.admitted, expected);
                 assert!(hit.vector.is_some() && hit.lexical.is_none());
             }
             truth_total += truth.len();
-            found_total += truth.iter().filter(|id| hits.iter().any(|h| h.id.0 == **id)).count();
+            found_total += truth
+                .iter()
+                .filter(|id| hits.iter().any(|h| h.id.0 == **id))
+                .count();
         }
         let recall = found_total as f64 / truth_total as f64;
-        assert!(recall >= floor, "{name} {label}: recall@10 {recall:.4} < {floor}");
+        assert!(
+            recall >= floor,
+            "{name} {label}: recall@10 {recall:.4} < {floor}"
+        );
     }
 }
 
@@ -135,7 +278,12 @@ fn is_hnsw(s: &Strategy) -> bool {
 
 #[test]
 fn the_flat_index_is_exact_at_every_selectivity() {
-    let index = build(Arc::new(FlatIndex::new(DIM)), None, PlannerConfig::default(), corpus());
+    let index = build(
+        Arc::new(FlatIndex::new(DIM)),
+        None,
+        PlannerConfig::default(),
+        corpus(),
+    );
     check_recall("flat", &index, |_| is_exact);
 }
 
@@ -145,7 +293,16 @@ mod hnsw {
     use colmem_index::{HnswConfig, HnswIndex, Quantization};
 
     fn hnsw(quantization: Quantization) -> Arc<dyn VectorIndex> {
-        Arc::new(HnswIndex::new(DIM, HnswConfig { quantization, ..HnswConfig::default() }).unwrap())
+        Arc::new(
+            HnswIndex::new(
+                DIM,
+                HnswConfig {
+                    quantization,
+                    ..HnswConfig::default()
+                },
+            )
+            .unwrap(),
+        )
     }
 
     #[test]
@@ -163,7 +320,9 @@ mod hnsw {
     #[test]
     fn the_planner_scans_small_sets_and_walks_large_ones() {
         let index = build(hnsw(Quantization::F32), None, planned(), corpus());
-        check_recall("planned", &index, |admitted| if admitted <= 100 { is_exact } else { is_hnsw });
+        check_recall("planned", &index, |admitted| {
+            if admitted <= 100 { is_exact } else { is_hnsw }
+        });
     }
 
     /// Quantised vectors rank near-ties differently from the f32 oracle: a lower floor.
@@ -172,7 +331,12 @@ mod hnsw {
         for (quantization, floor) in [(Quantization::F16, 0.95), (Quantization::I8, 0.9)] {
             let index = build(hnsw(quantization), None, planned(), corpus());
             let name = format!("{quantization:?}");
-            check_recall_at_least(&name, &index, |admitted| if admitted <= 100 { is_exact } else { is_hnsw }, floor);
+            check_recall_at_least(
+                &name,
+                &index,
+                |admitted| if admitted <= 100 { is_exact } else { is_hnsw },
+                floor,
+            );
         }
     }
 
@@ -187,15 +351,22 @@ mod hnsw {
                 other => panic!("{other:?}"),
             })
             .collect();
-        assert!(candidates.windows(2).all(|w| w[0] <= w[1]), "{candidates:?}");
+        assert!(
+            candidates.windows(2).all(|w| w[0] <= w[1]),
+            "{candidates:?}"
+        );
         assert!(candidates[0] < candidates[2], "{candidates:?}");
     }
 }
 
 fn lexical_backends() -> Vec<(&'static str, Arc<dyn LexicalIndex>)> {
-    let mut backends: Vec<(&'static str, Arc<dyn LexicalIndex>)> = vec![("memory", Arc::new(MemoryBm25::new()))];
+    let mut backends: Vec<(&'static str, Arc<dyn LexicalIndex>)> =
+        vec![("memory", Arc::new(MemoryBm25::new()))];
     #[cfg(feature = "tantivy")]
-    backends.push(("tantivy", Arc::new(colmem_index::TantivyBm25::new().unwrap())));
+    backends.push((
+        "tantivy",
+        Arc::new(colmem_index::TantivyBm25::new().unwrap()),
+    ));
     backends
 }
 
@@ -203,10 +374,24 @@ fn lexical_backends() -> Vec<(&'static str, Arc<dyn LexicalIndex>)> {
 fn filtered_bm25_returns_the_exact_filtered_top_k() {
     let records = corpus();
     for (name, lexical) in lexical_backends() {
-        let index = build(Arc::new(FlatIndex::new(DIM)), Some(lexical.clone()), PlannerConfig::default(), records);
+        let index = build(
+            Arc::new(FlatIndex::new(DIM)),
+            Some(lexical.clone()),
+            PlannerConfig::default(),
+            records,
+        );
         for (label, filter, _) in readers() {
             for words in ["garden budget", "river doctor concert", "invoice"] {
-                let hits = index.search(&Query { vector: None, text: Some(words), k: K }, &filter).unwrap();
+                let hits = index
+                    .search(
+                        &Query {
+                            vector: None,
+                            text: Some(words),
+                            k: K,
+                        },
+                        &filter,
+                    )
+                    .unwrap();
                 // Oracle: the unfiltered ranking cut to the admitted ones.
                 let all = lexical.search(words, N, &colmem_index::Admit::All).unwrap();
                 let truth: Vec<u64> = all
@@ -223,8 +408,14 @@ fn filtered_bm25_returns_the_exact_filtered_top_k() {
                 b.sort();
                 // Ties in BM25 score may order differently; the set must match unless tied at the cut.
                 let overlap = a.iter().filter(|x| b.contains(x)).count();
-                assert!(overlap + 1 >= a.len(), "{name} {label} {words}: {got:?} vs {truth:?}");
-                assert!(hits.iter().all(|h| h.lexical.is_some() && h.vector.is_none()));
+                assert!(
+                    overlap + 1 >= a.len(),
+                    "{name} {label} {words}: {got:?} vs {truth:?}"
+                );
+                assert!(
+                    hits.iter()
+                        .all(|h| h.lexical.is_some() && h.vector.is_none())
+                );
             }
         }
     }
@@ -234,17 +425,36 @@ fn filtered_bm25_returns_the_exact_filtered_top_k() {
 fn hybrid_results_fuse_ranks_and_explain_them() {
     let records = corpus();
     for (name, lexical) in lexical_backends() {
-        let index = build(Arc::new(FlatIndex::new(DIM)), Some(lexical), PlannerConfig::default(), records);
+        let index = build(
+            Arc::new(FlatIndex::new(DIM)),
+            Some(lexical),
+            PlannerConfig::default(),
+            records,
+        );
         let (_, filter, _) = &readers()[1];
         let target = &records[500]; // i = 499? pick one the 10% reader sees
-        let target = if filter.admits(&target.fragment.meta()) { target } else { &records[500 - 500 % 10] };
+        let target = if filter.admits(&target.fragment.meta()) {
+            target
+        } else {
+            &records[500 - 500 % 10]
+        };
         let vector = target.embedding.as_ref().unwrap().vector.clone();
         let words = target.fragment.content.clone();
         let hits = index
-            .search(&Query { vector: Some(&vector), text: Some(&words), k: K }, filter)
+            .search(
+                &Query {
+                    vector: Some(&vector),
+                    text: Some(&words),
+                    k: K,
+                },
+                filter,
+            )
             .unwrap();
         assert_eq!(hits.len(), K, "{name}");
-        assert_eq!(hits[0].id, target.fragment.id, "{name}: the fragment matching both signals ranks first");
+        assert_eq!(
+            hits[0].id, target.fragment.id,
+            "{name}: the fragment matching both signals ranks first"
+        );
         let config = index.config().fusion;
         for hit in &hits {
             let mut fused = 0.0;
@@ -254,24 +464,64 @@ fn hybrid_results_fuse_ranks_and_explain_them() {
             if let Some(l) = hit.lexical {
                 fused += config.lexical_weight / (config.rrf_k + l.rank as f64);
             }
-            assert!((fused - hit.fused).abs() < 1e-12, "{name}: fused score is the sum of its signals");
+            assert!(
+                (fused - hit.fused).abs() < 1e-12,
+                "{name}: fused score is the sum of its signals"
+            );
             assert!(filter.admits(&records[hit.id.0 as usize - 1].fragment.meta()));
         }
         assert!(hits.windows(2).all(|w| w[0].fused >= w[1].fused));
         // Zero lexical weight: the ranking is the vector ranking.
-        let vector_only = index.search(&Query { vector: Some(&vector), text: None, k: K }, filter).unwrap();
+        let vector_only = index
+            .search(
+                &Query {
+                    vector: Some(&vector),
+                    text: None,
+                    k: K,
+                },
+                filter,
+            )
+            .unwrap();
         assert_eq!(vector_only[0].id, target.fragment.id);
     }
 }
 
 #[test]
 fn a_query_needs_a_signal_and_an_empty_filter_returns_nothing() {
-    let index = build(Arc::new(FlatIndex::new(DIM)), None, PlannerConfig::default(), &corpus()[..100]);
+    let index = build(
+        Arc::new(FlatIndex::new(DIM)),
+        None,
+        PlannerConfig::default(),
+        &corpus()[..100],
+    );
     let (_, filter, _) = &readers()[1];
-    assert!(index.search(&Query { vector: None, text: None, k: 3 }, filter).is_err());
+    assert!(
+        index
+            .search(
+                &Query {
+                    vector: None,
+                    text: None,
+                    k: 3
+                },
+                filter
+            )
+            .is_err()
+    );
     let nobody = reader(user("nobody"), agent("nobody"), &[], &[], &[], 10_000);
     let q = vec![0.5; DIM];
-    assert!(index.search(&Query { vector: Some(&q), text: None, k: 3 }, &nobody).unwrap().is_empty());
+    assert!(
+        index
+            .search(
+                &Query {
+                    vector: Some(&q),
+                    text: None,
+                    k: 3
+                },
+                &nobody
+            )
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(index.plan(&nobody).strategy, Strategy::Empty);
 }
 
@@ -279,8 +529,9 @@ fn shared_hybrid() -> &'static HybridIndex {
     static INDEX: OnceLock<HybridIndex> = OnceLock::new();
     INDEX.get_or_init(|| {
         #[cfg(feature = "usearch")]
-        let vector: Arc<dyn VectorIndex> =
-            Arc::new(colmem_index::HnswIndex::new(DIM, colmem_index::HnswConfig::default()).unwrap());
+        let vector: Arc<dyn VectorIndex> = Arc::new(
+            colmem_index::HnswIndex::new(DIM, colmem_index::HnswConfig::default()).unwrap(),
+        );
         #[cfg(not(feature = "usearch"))]
         let vector: Arc<dyn VectorIndex> = Arc::new(FlatIndex::new(DIM));
         let lexical = lexical_backends().pop().map(|(_, l)| l);

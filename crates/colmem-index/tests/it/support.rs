@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use colmem_core::{
     AgentId, Change, ChangeFeed, ChangeOp, Embedding, FeedError, FilterParts, Fragment, FragmentId,
-    GroupId, Granularity, IdSet, Kind, Provenance, ReadFilter, ResourceId, Scope, Source,
+    Granularity, GroupId, IdSet, Kind, Provenance, ReadFilter, ResourceId, Scope, Source,
     StoredFragment, Timestamp, UserId, Validity,
 };
 
@@ -34,7 +34,13 @@ pub struct Access {
     pub resources: Vec<ResourceId>,
 }
 
-pub fn fragment(id: u64, access: &Access, content: &str, vector: Option<Vec<f32>>, embedder: &str) -> StoredFragment {
+pub fn fragment(
+    id: u64,
+    access: &Access,
+    content: &str,
+    vector: Option<Vec<f32>>,
+    embedder: &str,
+) -> StoredFragment {
     StoredFragment {
         fragment: Fragment {
             id: FragmentId(id),
@@ -101,7 +107,9 @@ impl Rng {
 /// `n` vectors around `clusters` random centres.
 pub fn clustered(n: usize, dim: usize, clusters: usize, seed: u64) -> Vec<Vec<f32>> {
     let mut rng = Rng(seed);
-    let centres: Vec<Vec<f32>> = (0..clusters).map(|_| (0..dim).map(|_| rng.unit()).collect()).collect();
+    let centres: Vec<Vec<f32>> = (0..clusters)
+        .map(|_| (0..dim).map(|_| rng.unit()).collect())
+        .collect();
     (0..n)
         .map(|i| {
             let c = &centres[(rng.next() as usize + i) % clusters];
@@ -118,11 +126,20 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// The exact filtered top-k, by testing every fragment with `ReadFilter::admits`.
-pub fn oracle_top_k(records: &[StoredFragment], query: &[f32], k: usize, filter: &ReadFilter) -> Vec<u64> {
+pub fn oracle_top_k(
+    records: &[StoredFragment],
+    query: &[f32],
+    k: usize,
+    filter: &ReadFilter,
+) -> Vec<u64> {
     let mut scored: Vec<(f32, u64)> = records
         .iter()
         .filter(|r| filter.admits(&r.fragment.meta()))
-        .filter_map(|r| r.embedding.as_ref().map(|e| (cosine(query, &e.vector), r.fragment.id.0)))
+        .filter_map(|r| {
+            r.embedding
+                .as_ref()
+                .map(|e| (cosine(query, &e.vector), r.fragment.id.0))
+        })
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     scored.into_iter().take(k).map(|(_, id)| id).collect()
@@ -139,7 +156,11 @@ impl MemFeed {
     fn push(&self, id: u64, op: ChangeOp) {
         let mut changes = self.changes.lock().unwrap();
         let seq = changes.len() as u64 + 1;
-        changes.push(Change { seq, fragment: FragmentId(id), op });
+        changes.push(Change {
+            seq,
+            fragment: FragmentId(id),
+            op,
+        });
     }
     pub fn put(&self, stored: StoredFragment) {
         let id = stored.fragment.id.0;
@@ -181,6 +202,9 @@ impl ChangeFeed for MemFeed {
     }
     fn load(&self, ids: &[FragmentId]) -> Result<Vec<StoredFragment>, FeedError> {
         let records = self.records.lock().unwrap();
-        Ok(ids.iter().filter_map(|id| records.get(&id.0).cloned()).collect())
+        Ok(ids
+            .iter()
+            .filter_map(|id| records.get(&id.0).cloned())
+            .collect())
     }
 }
