@@ -128,7 +128,7 @@ fn test(root: &Path) -> Result<ExitCode> {
         dir: None,
     })?;
     let status = cargo()
-        .args(["test", "--workspace", "--all-features", "--locked"])
+        .args(["test", "--workspace", "--all-features", "--locked", "--no-fail-fast"])
         .current_dir(root)
         .status()
         .context("running cargo test")?;
