@@ -19,8 +19,8 @@ use colmem_core::{
     ReadFilter, StoredFragment, SystemClock, Timestamp, UserId, Validity,
 };
 use rusqlite::{
-    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
-    params_from_iter,
+    CachedStatement, Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
+    params, params_from_iter,
 };
 
 use crate::audit::{AuditStatus, ChainCheck};
@@ -398,8 +398,9 @@ impl SqliteStore {
             }
             let mut ids = Vec::with_capacity(items.len());
             let mut audited = Vec::with_capacity(items.len());
+            let mut inserter = Inserter::new(tx)?;
             for ((fragment, fields), text) in items.iter().zip(&cards) {
-                let id = insert_fragment(tx, fragment)?;
+                let id = inserter.insert(fragment)?;
                 if let (Some(fields), Some(text)) = (fields, text) {
                     insert_card(tx, id, fields, text)?;
                 }
@@ -579,71 +580,89 @@ fn batch_digest(
     Digest(*h.finalize().as_bytes())
 }
 
-fn insert_fragment(tx: &Transaction<'_>, f: &NewFragment) -> Result<FragmentId> {
-    let (scope, group) = codec::scope_columns(f.scope);
-    tx.prepare_cached(
-        "INSERT INTO fragments (key, content, granularity, kind, scope, scope_group, \
-         valid_from, valid_until, keywords, user, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?
-    .execute(params![
-        f.key,
-        f.content,
-        f.granularity.as_str(),
-        f.kind.as_str(),
-        scope,
-        group,
-        ts(f.validity.from()),
-        f.validity.until().map(ts),
-        json(&f.keywords)?,
-        f.provenance.user.as_str(),
-        ts(f.provenance.created_at),
-    ])?;
-    let raw = tx.last_insert_rowid();
-    let id = fragment_id(raw)?;
-    {
-        let mut stmt =
-            tx.prepare_cached("INSERT INTO fragment_agents (fragment, agent) VALUES (?1, ?2)")?;
+/// The statements that insert a fragment, prepared once per transaction.
+struct Inserter<'t> {
+    fragment: CachedStatement<'t>,
+    agent: CachedStatement<'t>,
+    resource: CachedStatement<'t>,
+    source: CachedStatement<'t>,
+    parent: CachedStatement<'t>,
+    embedding: CachedStatement<'t>,
+    change: CachedStatement<'t>,
+}
+
+impl<'t> Inserter<'t> {
+    fn new(tx: &'t Transaction<'_>) -> Result<Self> {
+        Ok(Inserter {
+            fragment: tx.prepare_cached(
+                "INSERT INTO fragments (key, content, granularity, kind, scope, scope_group, \
+                 valid_from, valid_until, keywords, user, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
+            )?,
+            agent: tx
+                .prepare_cached("INSERT INTO fragment_agents (fragment, agent) VALUES (?1, ?2)")?,
+            resource: tx.prepare_cached(
+                "INSERT INTO fragment_resources (fragment, resource) VALUES (?1, ?2)",
+            )?,
+            source: tx.prepare_cached(
+                "INSERT INTO fragment_sources (fragment, session, turns) VALUES (?1, ?2, ?3)",
+            )?,
+            parent: tx.prepare_cached(
+                "INSERT INTO fragment_parents (fragment, position, parent) VALUES (?1, ?2, ?3)",
+            )?,
+            embedding: tx.prepare_cached(
+                "INSERT INTO embeddings (fragment, embedder, dim, vector) VALUES (?1, ?2, ?3, ?4)",
+            )?,
+            change: tx.prepare_cached("INSERT INTO changes (fragment, op) VALUES (?1, ?2)")?,
+        })
+    }
+
+    /// Inserts `f` with its provenance, embedding and `Put` change; returns its id.
+    fn insert(&mut self, f: &NewFragment) -> Result<FragmentId> {
+        let (scope, group) = codec::scope_columns(f.scope);
+        let raw: i64 = self.fragment.query_row(
+            params![
+                f.key,
+                f.content,
+                f.granularity.as_str(),
+                f.kind.as_str(),
+                scope,
+                group,
+                ts(f.validity.from()),
+                f.validity.until().map(ts),
+                json(&f.keywords)?,
+                f.provenance.user.as_str(),
+                ts(f.provenance.created_at),
+            ],
+            |row| row.get(0),
+        )?;
+        let id = fragment_id(raw)?;
         for agent in &f.provenance.agents {
-            stmt.execute(params![raw, agent.as_str()])?;
+            self.agent.execute(params![raw, agent.as_str()])?;
         }
-    }
-    {
-        let mut stmt = tx.prepare_cached(
-            "INSERT INTO fragment_resources (fragment, resource) VALUES (?1, ?2)",
-        )?;
         for resource in &f.provenance.resources {
-            stmt.execute(params![raw, resource.as_str()])?;
+            self.resource.execute(params![raw, resource.as_str()])?;
         }
-    }
-    let source = &f.provenance.source;
-    if source.session.is_some() || !source.turns.is_empty() {
-        tx.prepare_cached(
-            "INSERT INTO fragment_sources (fragment, session, turns) VALUES (?1, ?2, ?3)",
-        )?
-        .execute(params![raw, source.session, json(&source.turns)?])?;
-    }
-    if !source.parents.is_empty() {
-        let mut stmt = tx.prepare_cached(
-            "INSERT INTO fragment_parents (fragment, position, parent) VALUES (?1, ?2, ?3)",
-        )?;
+        let source = &f.provenance.source;
+        if source.session.is_some() || !source.turns.is_empty() {
+            self.source
+                .execute(params![raw, source.session, json(&source.turns)?])?;
+        }
         for (position, parent) in source.parents.iter().enumerate() {
-            stmt.execute(params![raw, position as i64, id_param(*parent)?])?;
+            self.parent
+                .execute(params![raw, position as i64, id_param(*parent)?])?;
         }
+        if let Some(e) = &f.embedding {
+            self.embedding.execute(params![
+                raw,
+                e.embedder,
+                e.vector.len() as i64,
+                codec::vector_blob(&e.vector)
+            ])?;
+        }
+        self.change.execute(params![raw, op_str(ChangeOp::Put)])?;
+        Ok(id)
     }
-    if let Some(e) = &f.embedding {
-        tx.prepare_cached(
-            "INSERT INTO embeddings (fragment, embedder, dim, vector) VALUES (?1, ?2, ?3, ?4)",
-        )?
-        .execute(params![
-            raw,
-            e.embedder,
-            e.vector.len() as i64,
-            codec::vector_blob(&e.vector)
-        ])?;
-    }
-    record_change(tx, id, ChangeOp::Put)?;
-    Ok(id)
 }
 
 fn insert_card(
@@ -896,7 +915,7 @@ impl FragmentStore for SqliteStore {
             let closed = old_validity
                 .closed_at(request.new.validity.from())
                 .unwrap_or(old_validity);
-            let new_id = insert_fragment(tx, &request.new)?;
+            let new_id = Inserter::new(tx)?.insert(&request.new)?;
             tx.prepare_cached(
                 "UPDATE fragments SET valid_until = ?1, superseded_at = ?2, superseded_by = ?3 \
                  WHERE id = ?4",
