@@ -284,12 +284,12 @@ impl HybridIndex {
         if manifest.lexical_backend.as_deref() != self.lexical.as_ref().map(|l| l.name()) {
             return Err("the snapshot was made with another lexical backend".into());
         }
-        if let (Some(want), Some(have)) = (&self.config.embedder, &manifest.embedder) {
-            if want != have {
-                return Err(format!(
-                    "the embedder changed from {have} to {want}; vectors must be recomputed"
-                ));
-            }
+        if let (Some(want), Some(have)) = (&self.config.embedder, &manifest.embedder)
+            && want != have
+        {
+            return Err(format!(
+                "the embedder changed from {have} to {want}; vectors must be recomputed"
+            ));
         }
         let postings =
             AccessPostings::load(&current.join("postings.json")).map_err(|e| e.to_string())?;

@@ -86,10 +86,11 @@ pub fn analyze(text: &str) -> Vec<String> {
 
 fn stem(word: &str) -> String {
     for suffix in ["ing", "ed", "es", "s"] {
-        if let Some(base) = word.strip_suffix(suffix) {
-            if base.chars().count() >= 3 && !base.ends_with('s') {
-                return base.to_owned();
-            }
+        if let Some(base) = word.strip_suffix(suffix)
+            && base.chars().count() >= 3
+            && !base.ends_with('s')
+        {
+            return base.to_owned();
         }
     }
     word.to_owned()
@@ -269,6 +270,7 @@ impl LexicalIndex for MemoryBm25 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -217,11 +217,13 @@ impl TopK {
 }
 
 /// Sorts hits best first, ties by id.
+#[cfg_attr(not(feature = "usearch"), allow(dead_code))]
 pub(crate) fn sort_hits(hits: &mut [VectorHit]) {
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

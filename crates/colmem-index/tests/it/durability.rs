@@ -44,6 +44,7 @@ fn feed_with(n: usize, embedder: &str) -> MemFeed {
 
 type Backends = (Arc<dyn VectorIndex>, Option<Arc<dyn LexicalIndex>>);
 
+#[allow(unused_mut)]
 fn backends_list() -> Vec<(&'static str, fn() -> Backends)> {
     let mut list: Vec<(&'static str, fn() -> Backends)> = vec![("flat+memory", || {
         (
