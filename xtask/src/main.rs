@@ -5,6 +5,7 @@
 
 mod bench_access;
 mod bench_embed;
+mod bench_store;
 mod fetch_model;
 mod scenario_access;
 mod tidy;
@@ -52,6 +53,8 @@ enum Bench {
     Access(bench_access::BenchAccessArgs),
     /// Embedding throughput: offline embedder; local model with --features local-model.
     Embed(bench_embed::BenchEmbedArgs),
+    /// Batched inserts and filtered reads of the SQLite fragment store.
+    Store(bench_store::BenchStoreArgs),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +82,7 @@ fn run() -> Result<ExitCode> {
             match bench {
                 Bench::Access(args) => bench_access::run(&args)?,
                 Bench::Embed(args) => bench_embed::run(&args)?,
+                Bench::Store(args) => bench_store::run(&args)?,
             }
         }
         Task::FetchModel(args) => fetch_model::run(&args)?,
