@@ -36,7 +36,7 @@ impl Default for PlannerConfig {
         PlannerConfig {
             exact_max: 20_000,
             exact_fraction: 0.02,
-            base_candidates: 64,
+            base_candidates: 128,
             growth: 0.25,
             max_candidates: 512,
         }
