@@ -212,26 +212,20 @@ impl AccessPostings {
             return set;
         }
         // Rules 3 and 4: no agent outside A(u,t), no resource outside R(a,t).
-        // Subtracting only the lists that meet the candidates avoids building a
-        // union of every foreign agent's (or resource's) fragments.
-        for (_, ids) in self
+        let foreign_agents = self
             .by_agent
             .iter()
             .filter(|(a, _)| !filter.agents().contains(**a))
-        {
-            if !set.is_disjoint(ids) {
-                set -= ids;
-            }
-        }
-        for (_, ids) in self
+            .map(|(_, ids)| ids)
+            .union();
+        set -= foreign_agents;
+        let foreign_resources = self
             .by_resource
             .iter()
             .filter(|(r, _)| !filter.resources().contains(**r))
-        {
-            if !set.is_disjoint(ids) {
-                set -= ids;
-            }
-        }
+            .map(|(_, ids)| ids)
+            .union();
+        set -= foreign_resources;
         // Rule 1 under the view.
         let now = filter.now();
         set -= self.created_after(now);
