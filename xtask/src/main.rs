@@ -5,6 +5,7 @@
 
 mod bench_access;
 mod bench_embed;
+mod bench_index;
 mod bench_store;
 mod fetch_model;
 mod scenario_access;
@@ -55,6 +56,8 @@ enum Bench {
     Embed(bench_embed::BenchEmbedArgs),
     /// Batched inserts and filtered reads of the SQLite fragment store.
     Store(bench_store::BenchStoreArgs),
+    /// Build time, memory, filtered recall and latency of the planned index search.
+    Index(bench_index::BenchIndexArgs),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +86,7 @@ fn run() -> Result<ExitCode> {
                 Bench::Access(args) => bench_access::run(&args)?,
                 Bench::Embed(args) => bench_embed::run(&args)?,
                 Bench::Store(args) => bench_store::run(&args)?,
+                Bench::Index(args) => bench_index::run(&args)?,
             }
         }
         Task::FetchModel(args) => fetch_model::run(&args)?,
@@ -132,7 +136,13 @@ fn test(root: &Path) -> Result<ExitCode> {
         dir: None,
     })?;
     let status = cargo()
-        .args(["test", "--workspace", "--all-features", "--locked", "--no-fail-fast"])
+        .args([
+            "test",
+            "--workspace",
+            "--all-features",
+            "--locked",
+            "--no-fail-fast",
+        ])
         .current_dir(root)
         .status()
         .context("running cargo test")?;
