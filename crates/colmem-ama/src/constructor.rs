@@ -17,7 +17,7 @@
 use colmem_core::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::text::{content_words, jaccard, keywords, sentences, words};
+use crate::text::{content_words, jaccard, keywords, map_words, sentences, words};
 
 /// One dialogue turn as the constructor sees it.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -324,43 +324,22 @@ impl Constructor for OfflineConstructor {
 
 /// Rewrites first and second person to the speaker's and listener's names.
 pub fn rewrite_person(sentence: &str, speaker: &str, listener: &str) -> String {
-    let mut out = Vec::new();
-    for (i, token) in sentence.split(' ').enumerate() {
-        let core: String = token
-            .chars()
-            .filter(|c| c.is_alphanumeric() || *c == '\'' || *c == '’')
-            .collect();
-        let trail: String = token
-            .chars()
-            .rev()
-            .take_while(|c| !c.is_alphanumeric())
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        let lead: String = token.chars().take_while(|c| !c.is_alphanumeric()).collect();
-        let lower = core.to_lowercase().replace('’', "'");
-        let replaced = match lower.as_str() {
-            "i" | "me" | "myself" => Some(speaker.to_owned()),
-            "i'm" => Some(format!("{speaker} is")),
-            "i've" => Some(format!("{speaker} has")),
-            "i'll" => Some(format!("{speaker} will")),
-            "i'd" => Some(format!("{speaker} would")),
-            "my" | "mine" => Some(format!("{speaker}'s")),
-            "we" | "us" => Some(format!("{speaker} and family")),
-            "our" => Some(format!("{speaker}'s family's")),
-            "you" if i > 0 || sentence.split(' ').count() > 1 => Some(listener.to_owned()),
-            "your" | "yours" => Some(format!("{listener}'s")),
-            "you're" => Some(format!("{listener} is")),
-            "you've" => Some(format!("{listener} has")),
-            _ => None,
-        };
-        match replaced {
-            Some(r) => out.push(format!("{lead}{r}{trail}")),
-            None => out.push(token.to_owned()),
-        }
-    }
-    let joined = out.join(" ");
+    let many_words = sentence.split(' ').count() > 1;
+    let joined = map_words(sentence, |i, lower| match lower {
+        "i" | "me" | "myself" => Some(speaker.to_owned()),
+        "i'm" => Some(format!("{speaker} is")),
+        "i've" => Some(format!("{speaker} has")),
+        "i'll" => Some(format!("{speaker} will")),
+        "i'd" => Some(format!("{speaker} would")),
+        "my" | "mine" => Some(format!("{speaker}'s")),
+        "we" | "us" => Some(format!("{speaker} and family")),
+        "our" => Some(format!("{speaker}'s family's")),
+        "you" if i > 0 || many_words => Some(listener.to_owned()),
+        "your" | "yours" => Some(format!("{listener}'s")),
+        "you're" => Some(format!("{listener} is")),
+        "you've" => Some(format!("{listener} has")),
+        _ => None,
+    });
     // "Caroline am" → "Caroline is"
     joined.replace(&format!("{speaker} am "), &format!("{speaker} is "))
 }

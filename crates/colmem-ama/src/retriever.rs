@@ -8,7 +8,7 @@ use colmem_core::{Granularity, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::constructor::absolutise_dates;
-use crate::text::{content_words, words};
+use crate::text::{content_words, map_words, words};
 
 /// How much a query asks for each kind of memory; the four weights sum to 1.
 #[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
@@ -223,36 +223,14 @@ impl OfflineRetriever {
 /// Rewrites a query to stand alone: "I"/"my" become the asker, third-person pronouns the
 /// most recently mentioned person, relative dates absolute ones.
 pub fn rewrite_query(query: &str, context: &QueryContext) -> String {
-    let mut out = Vec::new();
     let person = context.recent_people.last();
-    for token in query.split(' ') {
-        let core: String = token
-            .chars()
-            .filter(|c| c.is_alphanumeric() || *c == '\'')
-            .collect();
-        let lead: String = token.chars().take_while(|c| !c.is_alphanumeric()).collect();
-        let trail: String = token
-            .chars()
-            .rev()
-            .take_while(|c| !c.is_alphanumeric())
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        let lower = core.to_lowercase();
-        let replaced = match (lower.as_str(), &context.asker, person) {
-            ("i" | "me", Some(asker), _) => Some(asker.clone()),
-            ("my", Some(asker), _) => Some(format!("{asker}'s")),
-            ("he" | "she" | "him", _, Some(p)) => Some(p.clone()),
-            ("his" | "her", _, Some(p)) => Some(format!("{p}'s")),
-            _ => None,
-        };
-        out.push(match replaced {
-            Some(r) => format!("{lead}{r}{trail}"),
-            None => token.to_owned(),
-        });
-    }
-    let joined = out.join(" ");
+    let joined = map_words(query, |_, lower| match (lower, &context.asker, person) {
+        ("i" | "me", Some(asker), _) => Some(asker.clone()),
+        ("my", Some(asker), _) => Some(format!("{asker}'s")),
+        ("he" | "she" | "him", _, Some(p)) => Some(p.clone()),
+        ("his" | "her", _, Some(p)) => Some(format!("{p}'s")),
+        _ => None,
+    });
     match context.now {
         Some(now) => absolutise_dates(&joined, now),
         None => joined,

@@ -78,6 +78,35 @@ pub fn sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// Rewrites `text` word by word: `f` gets each space-separated token's position and
+/// its lowercase core (letters, digits, apostrophes) and may return a replacement,
+/// which keeps the token's leading and trailing punctuation.
+pub fn map_words(text: &str, mut f: impl FnMut(usize, &str) -> Option<String>) -> String {
+    text.split(' ')
+        .enumerate()
+        .map(|(i, token)| {
+            let core: String = token
+                .chars()
+                .filter(|c| c.is_alphanumeric() || *c == '\'' || *c == '’')
+                .collect::<String>()
+                .to_lowercase()
+                .replace('’', "'");
+            let lead: String = token.chars().take_while(|c| !c.is_alphanumeric()).collect();
+            let mut trail: Vec<char> = token
+                .chars()
+                .rev()
+                .take_while(|c| !c.is_alphanumeric())
+                .collect();
+            trail.reverse();
+            match f(i, &core) {
+                Some(r) => format!("{lead}{r}{}", trail.into_iter().collect::<String>()),
+                None => token.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Jaccard similarity of two sets of words.
 pub fn jaccard(a: &[String], b: &[String]) -> f64 {
     let a: std::collections::HashSet<&String> = a.iter().collect();

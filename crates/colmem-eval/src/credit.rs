@@ -101,8 +101,12 @@ pub fn assign_credit(local: &[PerRole], global: &[f64]) -> Result<Credit> {
     }
     let g = local.len();
     let consistency = PerRole::from_fn(|role| {
-        let scores: Vec<f64> = local.iter().map(|l| l.get(role)).collect();
-        ndcg_by_scores(&scores, global, g)
+        let items: Vec<(f64, f64)> = local
+            .iter()
+            .map(|l| l.get(role))
+            .zip(global.iter().copied())
+            .collect();
+        ndcg_by_scores(&items, g)
     });
     let max = Role::ALL
         .map(|r| consistency.get(r))

@@ -132,39 +132,36 @@ pub fn ndcg_at_k(gains: &[f64], k: usize) -> f64 {
         .enumerate()
         .map(|(i, g)| g * discount(i))
         .sum();
-    let mut ideal = gains.to_vec();
-    ideal.sort_by(|a, b| b.total_cmp(a));
-    let idcg: f64 = ideal
-        .iter()
-        .take(k)
-        .enumerate()
-        .map(|(i, g)| g * discount(i))
-        .sum();
-    if idcg > 0.0 { dcg / idcg } else { 0.0 }
+    normalise(dcg, gains.iter().copied(), k)
 }
 
-/// NDCG@k of ranking items by `scores` (higher first), with `gains` as relevance and
-/// ties in `scores` handled fairly: tied items share the average discount of the
-/// positions they occupy (McSherry and Najork), so no tie-break order favours them.
-pub fn ndcg_by_scores(scores: &[f64], gains: &[f64], k: usize) -> f64 {
-    assert_eq!(scores.len(), gains.len(), "one score per gain");
-    let mut order: Vec<usize> = (0..scores.len()).collect();
-    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+/// NDCG@k of ranking `(score, gain)` items by score (higher first), with ties in the
+/// scores handled fairly: tied items share the average discount of the positions they
+/// occupy (McSherry and Najork), so no tie-break order favours them.
+pub fn ndcg_by_scores(items: &[(f64, f64)], k: usize) -> f64 {
+    let mut order: Vec<(f64, f64)> = items.to_vec();
+    order.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut dcg = 0.0;
     let mut start = 0;
     while start < order.len() {
-        let mut end = start + 1;
-        while end < order.len() && scores[order[end]] == scores[order[start]] {
-            end += 1;
-        }
-        let positions: Vec<f64> = (start..end)
+        let end = start
+            + order[start..]
+                .iter()
+                .take_while(|x| x.0 == order[start].0)
+                .count();
+        let discounts: f64 = (start..end)
             .map(|p| if p < k { discount(p) } else { 0.0 })
-            .collect();
-        let mean_discount = positions.iter().sum::<f64>() / positions.len() as f64;
-        dcg += order[start..end].iter().map(|&i| gains[i]).sum::<f64>() * mean_discount;
+            .sum();
+        let mean_discount = discounts / (end - start) as f64;
+        dcg += order[start..end].iter().map(|x| x.1).sum::<f64>() * mean_discount;
         start = end;
     }
-    let mut ideal = gains.to_vec();
+    normalise(dcg, items.iter().map(|x| x.1), k)
+}
+
+/// `dcg` divided by the DCG@k of the ideal ordering of `gains`; 0 when that is 0.
+fn normalise(dcg: f64, gains: impl Iterator<Item = f64>, k: usize) -> f64 {
+    let mut ideal: Vec<f64> = gains.collect();
     ideal.sort_by(|a, b| b.total_cmp(a));
     let idcg: f64 = ideal
         .iter()
@@ -252,14 +249,14 @@ mod tests {
     #[test]
     fn ndcg_by_scores_shares_discounts_among_ties() {
         // Scores rank item 1 first; perfect.
-        assert!(close(ndcg_by_scores(&[0.2, 0.9], &[0.0, 1.0], 2), 1.0));
+        assert!(close(ndcg_by_scores(&[(0.2, 0.0), (0.9, 1.0)], 2), 1.0));
         // Reversed: the relevant item is second.
         assert!(close(
-            ndcg_by_scores(&[0.9, 0.2], &[0.0, 1.0], 2),
+            ndcg_by_scores(&[(0.9, 0.0), (0.2, 1.0)], 2),
             1.0 / 3f64.log2()
         ));
         // A full tie: the relevant item gets the mean of both discounts.
         let mean = (1.0 + 1.0 / 3f64.log2()) / 2.0;
-        assert!(close(ndcg_by_scores(&[0.5, 0.5], &[0.0, 1.0], 2), mean));
+        assert!(close(ndcg_by_scores(&[(0.5, 0.0), (0.5, 1.0)], 2), mean));
     }
 }
