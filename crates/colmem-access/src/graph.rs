@@ -108,10 +108,10 @@ impl AccessGraph {
 
     /// Checks an event without applying it: `Ok` exactly when [`apply`](Self::apply) would accept it.
     pub fn check(&self, event: &AccessEvent) -> Result<()> {
-        if let Some(last) = self.last_event_at() {
-            if event.at < last {
-                return Err(AccessError::OutOfOrder { at: event.at, last });
-            }
+        if let Some(last) = self.last_event_at()
+            && event.at < last
+        {
+            return Err(AccessError::OutOfOrder { at: event.at, last });
         }
         match event.change {
             AccessChange::Register { principal } => {
@@ -128,10 +128,9 @@ impl AccessGraph {
                     member: Member::Group(member),
                     group,
                 } = edge
+                    && (member == group || self.reaches_via_membership(to, from, &valid))
                 {
-                    if member == group || self.reaches_via_membership(to, from, &valid) {
-                        return Err(AccessError::Cycle { member, group });
-                    }
+                    return Err(AccessError::Cycle { member, group });
                 }
                 Ok(())
             }
@@ -284,12 +283,12 @@ impl AccessGraph {
         while let Some(node) = queue.pop_front() {
             for edge in self.graph.edges_directed(node, Direction::Outgoing) {
                 let data = edge.weight();
-                if data.relation == Relation::Member && data.valid.contains(t) {
-                    if let Node::Group(g) = self.graph[edge.target()] {
-                        if seen.insert(g) {
-                            queue.push_back(edge.target());
-                        }
-                    }
+                if data.relation == Relation::Member
+                    && data.valid.contains(t)
+                    && let Node::Group(g) = self.graph[edge.target()]
+                    && seen.insert(g)
+                {
+                    queue.push_back(edge.target());
                 }
             }
         }

@@ -380,7 +380,14 @@ impl ReadPolicy {
         let mut per_tier: BTreeMap<Tier, usize> = BTreeMap::new();
         let mut out = Vec::with_capacity(hits.len());
         for mut hit in hits {
-            if self.min_score.is_some_and(|min| !(hit.score() >= min)) {
+            // A NaN score compares with nothing and is dropped too.
+            let below = |min: f32| {
+                !matches!(
+                    hit.score().partial_cmp(&min),
+                    Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
+                )
+            };
+            if self.min_score.is_some_and(below) {
                 continue;
             }
             if !keywords.is_empty() {

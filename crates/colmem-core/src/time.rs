@@ -46,10 +46,10 @@ impl Timestamp {
         if let Ok(ts) = s.parse::<jiff::Timestamp>() {
             return Ok(Timestamp(ts.as_millisecond()));
         }
-        if let Ok(date) = s.parse::<jiff::civil::Date>() {
-            if let Ok(zoned) = date.to_zoned(jiff::tz::TimeZone::UTC) {
-                return Ok(Timestamp(zoned.timestamp().as_millisecond()));
-            }
+        if let Ok(date) = s.parse::<jiff::civil::Date>()
+            && let Ok(zoned) = date.to_zoned(jiff::tz::TimeZone::UTC)
+        {
+            return Ok(Timestamp(zoned.timestamp().as_millisecond()));
         }
         Err(Error::InvalidTime {
             value: s.chars().take(64).collect(),

@@ -137,12 +137,12 @@ impl Oracle {
         view: View,
     ) -> [bool; 4] {
         let created = f.provenance.created_at;
-        let alive = created <= now && !f.deleted_at.is_some_and(|d| d <= now);
+        let alive = created <= now && f.deleted_at.is_none_or(|d| d > now);
         let version = match view {
-            View::Current => !f.superseded_at.is_some_and(|s| s <= now),
+            View::Current => f.superseded_at.is_none_or(|s| s > now),
             View::RecordAsOf(r) => {
                 let r = r.min(now);
-                created <= r && !f.superseded_at.is_some_and(|s| s <= r)
+                created <= r && f.superseded_at.is_none_or(|s| s > r)
             }
             View::WorldAsOf(w) => {
                 f.validity.from() <= w && f.validity.until().is_none_or(|until| w < until)

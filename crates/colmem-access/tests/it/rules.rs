@@ -146,7 +146,9 @@ fn check(graph: &AccessGraph, reader: (&str, &str, i64), f: &Fragment, expected:
 #[test]
 fn every_scope() {
     let graph = world();
-    let cases: &[(&str, (&str, &str, i64), Fragment, bool)] = &[
+    // (why, reader (user, agent, t), fragment, visible)
+    type Case<'a> = (&'a str, (&'a str, &'a str, i64), Fragment, bool);
+    let cases: &[Case] = &[
         (
             "agent scope: the writer, same user",
             ("alice", "planner", 10),

@@ -1,5 +1,7 @@
 //! Integration tests of colmem-eval on the real LoCoMo dev file, when it is beside the repository.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 use colmem_eval::locomo;
