@@ -278,6 +278,28 @@ impl SqliteStore {
     }
 
     /// Runs `body` on a reader connection (the writer's, in memory).
+    /// Runs `sql` (a SELECT ending in `WHERE `) under the read filter and query, decoding each row.
+    fn filtered_rows<T>(
+        &self,
+        mut sql: Sql,
+        filter: &ReadFilter,
+        query: &ListQuery,
+        decode: fn(&rusqlite::Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        push_where(&mut sql, filter, query)?;
+        push_order_limit(&mut sql, query);
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql.text)?;
+            let rows =
+                stmt.query_map(params_from_iter(sql.params.iter()), |row| Ok(decode(row)))?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
+    }
+
     fn read<T>(&self, mut body: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
         self.retry(|| match &self.location {
             Location::Memory => body(&lock(&self.writer)),
@@ -851,23 +873,11 @@ impl FragmentStore for SqliteStore {
     }
 
     fn list(&self, filter: &ReadFilter, query: &ListQuery) -> Result<Vec<Fragment>> {
-        let mut sql = Sql {
+        let sql = Sql {
             text: format!("SELECT {FRAGMENT_COLUMNS} FROM {FRAGMENT_FROM} WHERE "),
             params: Vec::new(),
         };
-        push_where(&mut sql, filter, query)?;
-        push_order_limit(&mut sql, query);
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(&sql.text)?;
-            let rows = stmt.query_map(params_from_iter(sql.params.iter()), |row| {
-                Ok(fragment_from_row(row))
-            })?;
-            let mut out = Vec::new();
-            for row in rows {
-                out.push(row??);
-            }
-            Ok(out)
-        })
+        self.filtered_rows(sql, filter, query, fragment_from_row)
     }
 
     fn count(&self, filter: &ReadFilter, query: &ListQuery) -> Result<u64> {
@@ -1141,26 +1151,14 @@ impl FragmentStore for SqliteStore {
     }
 
     fn list_cards(&self, filter: &ReadFilter, query: &ListQuery) -> Result<Vec<CardRecord>> {
-        let mut sql = Sql {
+        let sql = Sql {
             text: format!(
                 "SELECT {FRAGMENT_COLUMNS}, c.fields FROM {FRAGMENT_FROM} \
                  JOIN cards c ON c.fragment = f.id WHERE "
             ),
             params: Vec::new(),
         };
-        push_where(&mut sql, filter, query)?;
-        push_order_limit(&mut sql, query);
-        self.read(|conn| {
-            let mut stmt = conn.prepare_cached(&sql.text)?;
-            let rows = stmt.query_map(params_from_iter(sql.params.iter()), |row| {
-                Ok(card_from_row(row))
-            })?;
-            let mut out = Vec::new();
-            for row in rows {
-                out.push(row??);
-            }
-            Ok(out)
-        })
+        self.filtered_rows(sql, filter, query, card_from_row)
     }
 
     fn put_card_edge(&self, edge: &CardEdge) -> Result<()> {
