@@ -7,6 +7,8 @@
 //!   [`AccessGraph::compile`] turns a request [`Context`] into a
 //!   [`ReadFilter`](colmem_core::ReadFilter) whose `admits` agrees with `can_read`
 //!   on every fragment.
+//! - [`AccessGraph::explain`]: the read rule condition by condition, naming the one
+//!   that decides.
 //! - The write rule ([`AccessGraph::authorize_write`], [`AccessGraph::authorize_derived`])
 //!   and the default scope by kind.
 //! - Write policies (the private/shared split with redaction, anonymisation and
@@ -16,12 +18,14 @@
 //! and no model can change a decision.
 
 mod error;
+mod explain;
 mod graph;
 mod policy;
 mod redact;
 mod rule;
 
 pub use error::{AccessError, Result};
+pub use explain::{Check, Condition, Explanation};
 pub use graph::{AccessGraph, AccessSnapshot};
 pub use policy::{
     Hit, PairPolicy, Part, PartPolicy, PolicyLevel, ReadPolicy, Split, Tier, Transform,
