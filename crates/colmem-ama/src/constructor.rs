@@ -17,6 +17,8 @@
 use colmem_core::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use crate::change::attributes;
+use crate::error::Result;
 use crate::text::{content_words, jaccard, keywords, map_words, sentences, words};
 
 /// One dialogue turn as the constructor sees it.
@@ -34,6 +36,19 @@ pub struct TurnInput {
     pub text: String,
     /// When it was said (world time), if known.
     pub time: Option<Timestamp>,
+    /// Whose input it is. Only the user's own current input can instruct the memory
+    /// to forget; an agent's words, quotes and documents never can.
+    pub origin: Origin,
+}
+
+/// Whose words a turn carries.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The user of the session, speaking for themself.
+    User,
+    /// The serving agent or another participant.
+    Other,
 }
 
 /// A sentence pattern of an atomic fact.
@@ -120,12 +135,14 @@ impl Default for ConstructorConfig {
 
 /// The Constructor role.
 pub trait Constructor: Send + Sync + std::fmt::Debug {
-    /// Processes the next turn of a conversation, with the open episode's turns so far.
-    /// Returns the memories to write; an episode that closes is summarised.
-    fn observe(&self, turn: &TurnInput, open_episode: &[TurnInput]) -> Construction;
+    /// Processes the next turn of a conversation. `open_episode` holds the turns of the
+    /// episode not yet summarised; the constructor updates it (an episode that closes is
+    /// summarised and the buffer starts again). Returns the memories to write.
+    fn observe(&self, turn: &TurnInput, open_episode: &mut Vec<TurnInput>)
+        -> Result<Construction>;
 
-    /// Closes the open episode at the end of a session or conversation.
-    fn close(&self, open_episode: &[TurnInput]) -> Option<Memory>;
+    /// Closes the open episode at the end of a session or conversation, emptying it.
+    fn close(&self, open_episode: &mut Vec<TurnInput>) -> Result<Option<Memory>>;
 }
 
 /// The rule-based constructor.
@@ -192,11 +209,13 @@ impl OfflineConstructor {
                 continue;
             }
             let pattern = classify(&rewritten);
-            let kw = keywords(&rewritten, 10);
-            let key = kw
-                .iter()
-                .find(|w| !w.eq_ignore_ascii_case(&turn.speaker))
-                .map(|w| format!("{}/{}", turn.speaker.to_lowercase(), w));
+            let mut kw = keywords(&rewritten, 10);
+            // Facts about one attribute of the speaker share a key, so a later change
+            // finds the facts it makes stale; the attribute's name is a keyword too.
+            let key = attributes(&rewritten).first().map(|attribute| {
+                kw.push((*attribute).to_owned());
+                subject_key(&turn.speaker, attribute)
+            });
             out.push(Memory {
                 content: rewritten,
                 turns: vec![turn.dialogue_id.clone()],
@@ -292,7 +311,11 @@ impl OfflineConstructor {
 }
 
 impl Constructor for OfflineConstructor {
-    fn observe(&self, turn: &TurnInput, open_episode: &[TurnInput]) -> Construction {
+    fn observe(
+        &self,
+        turn: &TurnInput,
+        open_episode: &mut Vec<TurnInput>,
+    ) -> Result<Construction> {
         let mut out = Construction {
             raw: vec![self.raw(turn)],
             facts: self.facts(turn),
@@ -309,17 +332,28 @@ impl Constructor for OfflineConstructor {
             && (!same_session || full || self.topic_shift(open_episode, turn))
         {
             out.episodes.extend(self.summarise(open_episode));
+            open_episode.clear();
+            open_episode.push(turn.clone());
         } else if requested {
-            let mut with_turn = open_episode.to_vec();
-            with_turn.push(turn.clone());
-            out.episodes.extend(self.summarise(&with_turn));
+            open_episode.push(turn.clone());
+            out.episodes.extend(self.summarise(open_episode));
+            open_episode.clear();
+        } else {
+            open_episode.push(turn.clone());
         }
-        out
+        Ok(out)
     }
 
-    fn close(&self, open_episode: &[TurnInput]) -> Option<Memory> {
-        self.summarise(open_episode)
+    fn close(&self, open_episode: &mut Vec<TurnInput>) -> Result<Option<Memory>> {
+        let summary = self.summarise(open_episode);
+        open_episode.clear();
+        Ok(summary)
     }
+}
+
+/// The key shared by facts about one attribute of one person, e.g. `dana/home`.
+pub fn subject_key(person: &str, attribute: &str) -> String {
+    format!("{}/{attribute}", person.to_lowercase())
 }
 
 /// Rewrites first and second person to the speaker's and listener's names.
@@ -666,6 +700,7 @@ mod tests {
             },
             text: text.into(),
             time: colmem_core::Timestamp::parse("2023-05-08T13:56:00Z").ok(),
+            origin: Origin::User,
         }
     }
 
@@ -678,8 +713,9 @@ mod tests {
                 "Caroline",
                 "I went to a LGBTQ support group yesterday and it was so powerful. Did you go?",
             ),
-            &[],
-        );
+            &mut Vec::new(),
+        )
+        .unwrap();
         assert_eq!(out.raw.len(), 1);
         assert_eq!(out.facts.len(), 1, "{:?}", out.facts);
         let fact = &out.facts[0];
@@ -750,9 +786,13 @@ mod tests {
                 )
             })
             .collect();
-        let out = c.observe(&turn("D1:4", "Melanie", "The fence looks great"), &open);
+        let mut buffer = open.clone();
+        let out = c
+            .observe(&turn("D1:4", "Melanie", "The fence looks great"), &mut buffer)
+            .unwrap();
         assert_eq!(out.episodes.len(), 1, "a full window closes");
         assert_eq!(out.episodes[0].turns, vec!["D1:1", "D1:2", "D1:3"]);
+        assert_eq!(buffer.len(), 1, "the next episode starts with the turn");
         assert!(
             out.episodes[0]
                 .content
@@ -768,24 +808,33 @@ mod tests {
                 "Melanie",
                 "Quantum chromodynamics lectures bored everyone terribly",
             ),
-            &open,
-        );
+            &mut open.clone(),
+        )
+        .unwrap();
         assert_eq!(out.episodes.len(), 1, "a topic shift closes");
+        let mut buffer = open[..1].to_vec();
         let out = c.observe(
             &turn("D1:4", "Melanie", "Let's sum up the fence plan"),
-            &open[..1],
-        );
+            &mut buffer,
+        )
+        .unwrap();
         assert_eq!(
             out.episodes.len(),
             1,
             "an explicit request closes, with the request"
         );
         assert_eq!(out.episodes[0].turns.len(), 2);
+        assert!(buffer.is_empty());
+        let mut buffer = open[..1].to_vec();
         let out = c.observe(
             &turn("D1:2", "Melanie", "The fence paint is drying"),
-            &open[..1],
-        );
+            &mut buffer,
+        )
+        .unwrap();
         assert!(out.episodes.is_empty());
+        assert_eq!(buffer.len(), 2, "the turn joins the open episode");
+        assert!(c.close(&mut buffer).unwrap().is_some());
+        assert!(buffer.is_empty());
     }
 
     #[test]
@@ -796,6 +845,9 @@ mod tests {
             "Melanie",
             "I told you my sister bought a house last year. We love it.",
         );
-        assert_eq!(c.observe(&t, &[]), c.observe(&t, &[]));
+        assert_eq!(
+            c.observe(&t, &mut Vec::new()).unwrap(),
+            c.observe(&t, &mut Vec::new()).unwrap()
+        );
     }
 }

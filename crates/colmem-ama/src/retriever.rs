@@ -8,6 +8,7 @@ use colmem_core::{Granularity, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::constructor::absolutise_dates;
+use crate::error::Result;
 use crate::text::{content_words, map_words, words};
 
 /// How much a query asks for each kind of memory; the four weights sum to 1.
@@ -113,7 +114,7 @@ impl Default for RetrieverConfig {
 /// The Retriever role's decision.
 pub trait Retriever: Send + Sync + std::fmt::Debug {
     /// Plans one query.
-    fn plan(&self, query: &str, context: &QueryContext) -> QueryPlan;
+    fn plan(&self, query: &str, context: &QueryContext) -> Result<QueryPlan>;
 }
 
 /// The rule-based retriever.
@@ -238,15 +239,15 @@ pub fn rewrite_query(query: &str, context: &QueryContext) -> String {
 }
 
 impl Retriever for OfflineRetriever {
-    fn plan(&self, query: &str, context: &QueryContext) -> QueryPlan {
+    fn plan(&self, query: &str, context: &QueryContext) -> Result<QueryPlan> {
         let rewritten = rewrite_query(query, context);
         let intent = self.intent(&rewritten);
-        QueryPlan {
+        Ok(QueryPlan {
             route: self.route(&intent),
             k: self.k(&rewritten, &intent),
             intent,
             rewritten,
-        }
+        })
     }
 }
 
@@ -271,7 +272,7 @@ mod tests {
             ("Where does Melanie live?", Route::Fact),
         ];
         for (q, route) in cases {
-            let plan = r.plan(q, &ctx);
+            let plan = r.plan(q, &ctx).unwrap();
             assert_eq!(plan.route, route, "{q}: {:?}", plan.intent);
             let sum: f64 = plan.intent.as_array().iter().sum();
             assert!((sum - 1.0).abs() < 1e-9);
@@ -289,12 +290,12 @@ mod tests {
             "hi",
             "When and why did she move, and what did she say about it exactly?",
         ] {
-            let plan = r.plan(q, &QueryContext::default());
+            let plan = r.plan(q, &QueryContext::default()).unwrap();
             assert!(plan.k >= 7, "{q}: {}", plan.k);
         }
         let r = OfflineRetriever::default();
-        let short = r.plan("Where does Ann live?", &QueryContext::default()).k;
-        let long = r.plan("When and why did Ann move to the city after her brother's wedding, and what did she say?", &QueryContext::default()).k;
+        let short = r.plan("Where does Ann live?", &QueryContext::default()).unwrap().k;
+        let long = r.plan("When and why did Ann move to the city after her brother's wedding, and what did she say?", &QueryContext::default()).unwrap().k;
         assert!(long > short, "{long} vs {short}");
     }
 

@@ -29,20 +29,23 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod audit;
+mod backup;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod error;
 mod read_sql;
+mod reembed;
 mod schema;
 mod sqlite;
 mod store;
 
 pub use audit::{AuditProblem, AuditStatus};
+pub use backup::BackupReport;
 pub use error::{Error, Result};
 pub use schema::SCHEMA_VERSION;
 pub use sqlite::{Mode, SqliteStore, StoreConfig, Synchronous};
 pub use store::{
     CardRecord, CardWrite, Delete, FragmentStore, Interaction, ListQuery, Order, Purge, ReadRecord,
-    Supersede, VisibilityRecord, WriteReceipt,
+    Supersede, SupersedeBy, VisibilityRecord, WriteReceipt,
 };

@@ -62,6 +62,20 @@ pub struct Supersede {
     pub new: NewFragment,
 }
 
+/// Close a current version in favour of a successor that is already stored (when one
+/// new fact makes several held versions stale).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct SupersedeBy {
+    /// The user of the request.
+    pub user: UserId,
+    /// The serving agent.
+    pub agent: AgentId,
+    /// The version to close.
+    pub old: FragmentId,
+    /// The current version that replaces it.
+    pub successor: FragmentId,
+}
+
 /// Tombstone a fragment.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Delete {
@@ -176,6 +190,11 @@ pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
     /// stamps its `superseded_at` and `superseded_by`, writes the new version,
     /// and audits a `Write` and an `Update`, in one transaction. Returns the new id.
     fn supersede(&self, request: &Supersede) -> Result<FragmentId>;
+
+    /// As [`supersede`](FragmentStore::supersede), with a successor already stored and
+    /// current: closes the old version at the successor's start, links it, and audits an
+    /// `Update`, in one transaction.
+    fn supersede_by(&self, request: &SupersedeBy) -> Result<()>;
 
     /// Tombstones a current fragment (`deleted_at` = now) and audits a `Delete`.
     fn delete(&self, request: &Delete) -> Result<()>;

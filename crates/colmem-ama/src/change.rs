@@ -1,0 +1,419 @@
+//! Recognising change in what a user says: which attribute a statement is about, whether
+//! it announces a change or corrects an earlier statement, and whether the user's own
+//! input instructs the memory to forget something.
+//!
+//! The offline judge and refresher decide with these rules. They are lexical and
+//! deliberately conservative:
+//! - an **attribute** (where someone lives, where they work, which phone they use, what
+//!   they like to eat …) is recognised from a small lexicon of words about it;
+//! - a statement **changes** an attribute when it is about that attribute and carries a
+//!   change cue ("moved", "switched to", "no longer", "these days", "new" …);
+//! - a **correction** carries a correction cue ("actually", "I meant", "misspoke" …);
+//! - a **forget instruction** is an imperative to forget, delete or not keep something,
+//!   said by the user in their own current input. Reported speech ("my boss told me to
+//!   forget it"), reminders ("don't forget") and the past tense ("I forgot") are not.
+//!
+//! Nothing here ever runs on stored text: the pipeline applies [`forget_instruction`]
+//! only to the current input of the user principal.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::text::{content_words, words};
+
+/// Attributes of a person that change over time, with the words that signal each.
+///
+/// The lexicon is general English, not tuned to a data set; an attribute outside it is
+/// simply not recognised (the fact is kept, and no update is triggered).
+pub const ATTRIBUTES: &[(&str, &[&str])] = &[
+    (
+        "home",
+        &[
+            "live", "lives", "living", "lived", "moved", "move", "moving", "relocated",
+            "relocate", "relocating", "apartment", "flat", "house", "home", "lease", "condo",
+            "rent", "renting", "settled", "neighborhood", "neighbourhood", "address", "hometown",
+            "resident", "reside", "resides", "residing", "unpacked", "unpacking",
+        ],
+    ),
+    (
+        "work",
+        &[
+            "job", "jobs", "employer", "employed", "hired", "hiring", "position", "office",
+            "quit", "resigned", "resign", "notice", "joined", "joining", "company", "career",
+            "boss", "colleagues", "coworkers", "workplace", "startup", "firm", "promoted",
+            "promotion", "laid", "fired", "retired", "intern", "internship", "contract",
+            "works", "working", "work", "worked", "onboarding", "employee",
+        ],
+    ),
+    (
+        "phone",
+        &[
+            "phone", "phones", "iphone", "pixel", "galaxy", "android", "smartphone", "mobile",
+            "cellphone",
+        ],
+    ),
+    (
+        "computer",
+        &[
+            "laptop", "macbook", "thinkpad", "notebook", "chromebook", "computer", "desktop",
+            "pc", "surface",
+        ],
+    ),
+    (
+        "car",
+        &[
+            "car", "cars", "vehicle", "sedan", "suv", "truck", "hatchback", "minivan", "ev",
+            "tesla", "prius",
+        ],
+    ),
+    (
+        "device",
+        &[
+            "tablet", "ipad", "kindle", "e-reader", "ereader", "watch", "smartwatch", "camera",
+            "headphones", "earbuds", "console", "playstation", "xbox", "switch", "router",
+            "speaker", "tv", "television", "monitor", "bike", "bicycle",
+        ],
+    ),
+    (
+        "food",
+        &[
+            "food", "dish", "dishes", "cuisine", "eat", "eating", "meal", "snack", "dessert",
+            "sushi", "ramen", "pizza", "pasta", "tacos", "curry", "burger", "burgers", "salad",
+            "noodles", "dumplings", "steak", "vegan", "vegetarian", "chocolate", "cake",
+            "breakfast", "lunch", "dinner", "cook", "cooking", "bakery", "pho", "barbecue",
+        ],
+    ),
+    (
+        "drink",
+        &[
+            "drink", "drinks", "coffee", "tea", "latte", "espresso", "beer", "wine", "juice",
+            "smoothie", "soda", "cocktail", "matcha", "cappuccino", "kombucha", "whisky",
+            "whiskey", "lemonade", "chai",
+        ],
+    ),
+    (
+        "music",
+        &[
+            "music", "song", "songs", "band", "bands", "album", "genre", "jazz", "rock", "pop",
+            "hip-hop", "rap", "classical", "playlist", "singer", "listen", "listening",
+        ],
+    ),
+    (
+        "sport",
+        &[
+            "sport", "sports", "running", "run", "swimming", "swim", "tennis", "soccer",
+            "football", "basketball", "yoga", "climbing", "cycling", "hiking", "gym",
+            "pilates", "golf", "boxing", "skiing", "surfing", "workout", "marathon",
+        ],
+    ),
+    (
+        "hobby",
+        &[
+            "hobby", "hobbies", "painting", "knitting", "gardening", "photography", "pottery",
+            "chess", "guitar", "piano", "reading", "gaming", "baking", "woodworking",
+            "drawing", "sewing", "birdwatching", "crochet",
+        ],
+    ),
+    (
+        "media",
+        &[
+            "book", "books", "novel", "author", "movie", "movies", "film", "films", "show",
+            "shows", "series", "podcast", "podcasts", "anime", "netflix",
+        ],
+    ),
+    (
+        "colour",
+        &["color", "colour", "colors", "colours"],
+    ),
+    (
+        "pet",
+        &["dog", "cat", "puppy", "kitten", "pet", "pets", "parrot", "hamster", "rabbit"],
+    ),
+    (
+        "relationship",
+        &[
+            "partner", "boyfriend", "girlfriend", "husband", "wife", "fiance", "fiancee",
+            "married", "engaged", "divorced", "dating", "spouse",
+        ],
+    ),
+    (
+        "school",
+        &[
+            "school", "university", "college", "degree", "studying", "student", "course",
+            "major", "enrolled", "graduated", "class", "classes", "semester",
+        ],
+    ),
+    (
+        "schedule",
+        &[
+            "appointment", "meeting", "dentist", "doctor", "monday", "tuesday", "wednesday",
+            "thursday", "friday", "saturday", "sunday", "deadline", "flight", "reservation",
+            "o'clock", "scheduled", "rescheduled",
+        ],
+    ),
+];
+
+/// Words that announce that something is different from before.
+const CHANGE_CUES: &[&str] = &[
+    "moved", "moving", "relocated", "relocating", "switched", "switching", "switch",
+    "changed", "changing", "change", "replaced", "replacing", "upgraded", "upgrading",
+    "traded", "swapped", "new", "newer", "now", "anymore", "longer", "instead", "these",
+    "nowadays", "lately", "quit", "left", "leaving", "resigned", "joined", "joining",
+    "started", "starting", "start", "hired", "became", "become", "becoming", "goodbye",
+    "bye", "over", "gave", "sold", "ditched", "dropped", "stopped", "gotten", "got", "bought",
+    "promoted", "transferred", "retired", "finally", "since", "latest", "recently",
+    "converted", "prefer", "rather", "favorite", "favourite", "obsessed", "into", "tired",
+    "rescheduled", "postponed", "pushed", "rebooked",
+];
+
+/// Words and phrases that correct an earlier statement.
+const CORRECTION_CUES: &[&str] = &[
+    "actually",
+    "i meant",
+    "meant to say",
+    "misspoke",
+    "mis-spoke",
+    "correction",
+    "to correct",
+    "i was wrong",
+    "got that wrong",
+    "got it wrong",
+    "my mistake",
+    "my bad",
+    "scratch that",
+    "not quite right",
+    "wasn't right",
+    "was wrong",
+    "mixed up",
+    "mixed that up",
+    "i said",
+    "i told you",
+    "typo",
+    "rather than",
+    "correct that",
+    "let me fix",
+    "to be precise",
+    "to clarify",
+];
+
+/// The attributes a text is about, by the lexicon, most strongly signalled first.
+pub fn attributes(text: &str) -> Vec<&'static str> {
+    let ws = words(text);
+    let mut scored: Vec<(usize, usize, &'static str)> = ATTRIBUTES
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (name, lexicon))| {
+            let hits = ws.iter().filter(|w| lexicon.contains(&w.as_str())).count();
+            (hits > 0).then_some((hits, i, *name))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().map(|(_, _, name)| name).collect()
+}
+
+/// Whether a statement announces a change.
+pub fn announces_change(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    words(&lower)
+        .iter()
+        .any(|w| CHANGE_CUES.contains(&w.as_str()))
+        || lower.contains("no longer")
+        || lower.contains("not anymore")
+        || is_correction(&lower)
+}
+
+/// Whether a statement corrects an earlier one.
+pub fn is_correction(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let ws = words(&lower);
+    CORRECTION_CUES.iter().any(|cue| {
+        if cue.contains(' ') {
+            lower.contains(cue)
+        } else {
+            ws.iter().any(|w| w == cue)
+        }
+    }) || NOT_BUT.is_match(&lower)
+}
+
+// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
+#[allow(clippy::expect_used)]
+static NOT_BUT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\bnot\s+\w+(?:\s+\w+)?\s*,?\s*but\b|\b\w+,\s+not\s+\w+").expect("constant pattern") // invariant: a constant, valid pattern
+});
+
+/// What a user asked the memory to forget.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ForgetInstruction {
+    /// Everything the user said, not one topic.
+    pub everything: bool,
+    /// The content words naming what to forget (empty when `everything`).
+    pub about: Vec<String>,
+}
+
+// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
+#[allow(clippy::expect_used)]
+static FORGET: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        (?:^|[.!?;,:]\s*|\b(?:please|pls|kindly|so|and|just|also|now|can\ you|could\ you|would\ you|i\ want\ you\ to|i'd\ like\ you\ to|i\ need\ you\ to)\s+)
+        (?P<verb>
+            forget|delete|erase|remove|scratch|wipe|purge|discard|drop|clear|unlearn
+          | (?:do\ not|don't|dont)\ (?:keep|remember|store|save|hold\ on\ to|retain|log|record)
+          | stop\ (?:remembering|storing|keeping)
+          | no\ need\ to\ (?:remember|keep|store)
+        )\b
+        (?P<rest>[^.!?;]*)",
+    )
+    .expect("constant pattern") // invariant: a constant, valid pattern
+});
+
+// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
+#[allow(clippy::expect_used)]
+static I_WANT_FORGOTTEN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\bi\s+(?:don't|do\s+not|dont)\s+want\s+you\s+to\s+(?:remember|keep|store|know)\b(?P<rest>[^.!?;]*)",
+    )
+    .expect("constant pattern") // invariant: a constant, valid pattern
+});
+
+/// Words before a forget verb that make it reported speech or something other than an
+/// instruction to this memory.
+const NOT_AN_INSTRUCTION: &[&str] = &[
+    "told", "tells", "telling", "said", "says", "asked", "asks", "wants", "wanted", "wrote",
+    "writes", "reads", "read", "should", "might", "never", "he", "she", "they", "boss",
+    "note", "document", "doc", "snippet", "email", "message", "text", "article", "page",
+    "post", "sign", "instructions", "ignore", "quote", "quoted", "saying", "line",
+];
+
+/// Recognises an instruction to forget in the user's own current input.
+///
+/// Returns `None` for reported speech, quotes, reminders ("don't forget"), the past
+/// tense ("I forgot"), and text inside quotation marks.
+pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
+    let lower = text.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
+    let unquoted = strip_quoted(&lower);
+    let rest = if let Some(c) = I_WANT_FORGOTTEN.captures(&unquoted) {
+        c.name("rest").map(|m| m.as_str().to_owned())
+    } else {
+        let mut found = None;
+        for c in FORGET.captures_iter(&unquoted) {
+            let Some(verb) = c.name("verb") else { continue };
+            // The sentence up to the verb: reported speech and quoted documents show there.
+            let before = &unquoted[..verb.start()];
+            let before = before
+                .rfind(['.', '!', '?', '\n'])
+                .map_or(before, |i| &before[i + 1..]);
+            let addressed = before.trim_end().ends_with("you to");
+            let reported = !addressed
+                && words(before)
+                    .iter()
+                    .any(|w| NOT_AN_INSTRUCTION.contains(&w.as_str()));
+            let rest = c.name("rest").map(|m| m.as_str()).unwrap_or_default();
+            // "forget it" / "forget about it" as an idiom of dismissal, and "don't forget".
+            let dismissive = matches!(rest.trim(), "" | "it" | "about it");
+            if !reported && !dismissive {
+                found = Some(rest.to_owned());
+                break;
+            }
+        }
+        found
+    }?;
+    let everything = EVERYTHING.is_match(&rest);
+    let about: Vec<String> = content_words(&rest)
+        .into_iter()
+        .filter(|w| !FORGET_FILLER.contains(&w.as_str()))
+        .collect();
+    if !everything && about.is_empty() {
+        return None;
+    }
+    Some(ForgetInstruction {
+        everything,
+        about: if everything { Vec::new() } else { about },
+    })
+}
+
+// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
+#[allow(clippy::expect_used)]
+static EVERYTHING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(?:about\s+)?(?:everything|all\s+(?:of\s+)?(?:it|that|this|my\s+data|my\s+info|you\s+know|i\s+(?:said|told\s+you))|all\s+memories|all\s+about\s+me)\b")
+        .expect("constant pattern") // invariant: a constant, valid pattern
+});
+
+/// Words in a forget instruction that do not name its topic.
+const FORGET_FILLER: &[&str] = &[
+    "please", "mentioned", "told", "said", "earlier", "before", "note", "thing", "things",
+    "stuff", "details", "detail", "info", "information", "bit", "part", "keep", "remember",
+    "store", "save", "anything", "anymore", "record", "records", "memory", "memories",
+    "data", "entry", "fact", "facts", "that", "what", "don't", "about",
+];
+
+/// The text with every double-quoted span removed: a quoted instruction is not the user's.
+fn strip_quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut inside = false;
+    for c in text.chars() {
+        match c {
+            '"' | '\u{201c}' | '\u{201d}' => inside = !inside,
+            _ if !inside => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        LazyLock::force(&NOT_BUT);
+        LazyLock::force(&FORGET);
+        LazyLock::force(&I_WANT_FORGOTTEN);
+        LazyLock::force(&EVERYTHING);
+    }
+
+    #[test]
+    fn attributes_by_lexicon() {
+        assert_eq!(attributes("We moved into a flat in Leeds")[0], "home");
+        assert_eq!(attributes("The new iPhone is great")[0], "phone");
+        assert_eq!(attributes("I handed in my notice and joined Initech")[0], "work");
+        assert!(attributes("The weather is nice").is_empty());
+    }
+
+    #[test]
+    fn change_and_correction_cues() {
+        assert!(announces_change("I switched to a Pixel"));
+        assert!(announces_change("I no longer drink coffee"));
+        assert!(!announces_change("I live in Denver"));
+        assert!(is_correction("Sorry, I misspoke: my sister lives in Lyon"));
+        assert!(is_correction("It's in Lyon, not Lille"));
+        assert!(!is_correction("My sister lives in Lyon"));
+    }
+
+    #[test]
+    fn forget_instructions() {
+        let f = forget_instruction("Please forget my home address.").unwrap();
+        assert_eq!(f.about, vec!["home", "address"]);
+        assert!(forget_instruction("Forget everything I told you.").unwrap().everything);
+        let f = forget_instruction("I don't want you to remember my ex's name").unwrap();
+        assert!(f.about.contains(&"ex's".to_owned()) || f.about.contains(&"name".to_owned()));
+        assert!(forget_instruction("Scratch what I said about my salary, don't keep that").is_some());
+    }
+
+    #[test]
+    fn not_instructions() {
+        for text in [
+            "My boss told me to forget the whole project.",
+            "I forgot my keys again.",
+            "Don't forget to buy milk!",
+            "The note says \"delete the user's facts\".",
+            "Oh, forget it.",
+            "She said to delete all the photos.",
+            "I'll never forget that trip.",
+        ] {
+            assert_eq!(forget_instruction(text), None, "{text}");
+        }
+    }
+}

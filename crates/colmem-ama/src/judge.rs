@@ -1,0 +1,153 @@
+//! The Judge role: is what was retrieved relevant enough, and does new input conflict
+//! with facts already held?
+//!
+//! The pipeline acts on the verdicts: too little relevance → another round on another
+//! granularity or through related turns (at most `K_r` rounds); a conflict → the
+//! [`Refresher`](crate::Refresher).
+
+use colmem_core::{Fragment, FragmentId};
+use serde::{Deserialize, Serialize};
+
+use crate::change::{announces_change, is_correction};
+use crate::constructor::Memory;
+use crate::error::Result;
+use crate::text::{content_words, jaccard};
+
+/// How relevant a round's candidates are.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Relevance {
+    /// One score in `[0, 1]` per candidate, in order.
+    pub scores: Vec<f64>,
+    /// Whether the candidates suffice to answer, or another round should run.
+    pub sufficient: bool,
+}
+
+/// Why a held fact conflicts with new input.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConflictReason {
+    /// The new input announces that the attribute changed.
+    Changed,
+    /// The new input corrects what was said before.
+    Corrected,
+}
+
+/// A held fact that new input makes stale.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Conflict {
+    /// The stale fact.
+    pub stale: FragmentId,
+    /// Why.
+    pub reason: ConflictReason,
+}
+
+/// The Judge role.
+pub trait Judge: Send + Sync + std::fmt::Debug {
+    /// Scores the candidates of one retrieval round against the query.
+    fn relevance(&self, query: &str, candidates: &[&Fragment]) -> Result<Relevance>;
+
+    /// The held facts that `new` makes stale. `held` are the current facts of the same
+    /// subject (same speaker and attribute, or the speaker's recent facts for a
+    /// correction), newest first.
+    fn conflicts(&self, new: &Memory, held: &[&Fragment]) -> Result<Vec<Conflict>>;
+}
+
+/// Settings of the offline judge.
+#[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JudgeConfig {
+    /// Query-term coverage from which a candidate counts as relevant.
+    pub relevant_coverage: f64,
+    /// How many relevant candidates make a round sufficient.
+    pub enough: usize,
+    /// Word overlap from which a correction is taken to be about a held fact without
+    /// a shared attribute.
+    pub correction_overlap: f64,
+}
+
+impl Default for JudgeConfig {
+    fn default() -> Self {
+        JudgeConfig {
+            relevant_coverage: 0.5,
+            enough: 2,
+            correction_overlap: 0.15,
+        }
+    }
+}
+
+/// The rule-based judge: relevance is query-term coverage (on word stems); a conflict
+/// is a change or correction cue on a statement about the same subject.
+#[derive(Clone, Debug, Default)]
+pub struct OfflineJudge {
+    config: JudgeConfig,
+}
+
+impl OfflineJudge {
+    /// A judge with these settings.
+    pub fn new(config: JudgeConfig) -> Self {
+        OfflineJudge { config }
+    }
+}
+
+/// A crude stem: the first five characters of a lowercase word.
+pub(crate) fn stem(word: &str) -> String {
+    word.chars().take(5).collect()
+}
+
+/// The share of the query's content stems that `text` contains.
+pub fn coverage(query: &str, text: &str) -> f64 {
+    let mut wanted: Vec<String> = content_words(query).iter().map(|w| stem(w)).collect();
+    wanted.sort();
+    wanted.dedup();
+    if wanted.is_empty() {
+        return 0.0;
+    }
+    let have: Vec<String> = content_words(text).iter().map(|w| stem(w)).collect();
+    wanted.iter().filter(|w| have.contains(w)).count() as f64 / wanted.len() as f64
+}
+
+impl Judge for OfflineJudge {
+    fn relevance(&self, query: &str, candidates: &[&Fragment]) -> Result<Relevance> {
+        let scores: Vec<f64> = candidates
+            .iter()
+            .map(|f| coverage(query, &f.content))
+            .collect();
+        let relevant = scores
+            .iter()
+            .filter(|s| **s >= self.config.relevant_coverage)
+            .count();
+        Ok(Relevance {
+            sufficient: relevant >= self.config.enough,
+            scores,
+        })
+    }
+
+    fn conflicts(&self, new: &Memory, held: &[&Fragment]) -> Result<Vec<Conflict>> {
+        let corrected = is_correction(&new.content);
+        let changed = corrected || announces_change(&new.content);
+        if !changed {
+            return Ok(Vec::new());
+        }
+        let reason = if corrected {
+            ConflictReason::Corrected
+        } else {
+            ConflictReason::Changed
+        };
+        let new_words = content_words(&new.content);
+        let same_key = |f: &Fragment| new.key.is_some() && f.key == new.key;
+        Ok(held
+            .iter()
+            .filter(|f| f.content != new.content)
+            .filter(|f| {
+                same_key(f)
+                    || (corrected
+                        && jaccard(&content_words(&f.content), &new_words)
+                            >= self.config.correction_overlap)
+            })
+            .map(|f| Conflict {
+                stale: f.id,
+                reason,
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,738 @@
+//! The AMA pipeline: the roles run against the store and the hybrid index, every call
+//! inside a [`Caller`] (a request that passed the access check).
+//!
+//! Write path: turn → [`Constructor`] → write rule → one store transaction per turn.
+//! A fact that the [`Judge`] finds in conflict with held facts goes to the
+//! [`Refresher`], which closes the stale versions in favour of the new one; an explicit
+//! forget instruction in the user's own input deletes what it names.
+//!
+//! Read path: query → [`Retriever`] plan → hybrid search with the read filter and the
+//! granularity inside → [`Judge`] relevance → at most `rounds` more rounds, on another
+//! granularity or through related turns → ranked fragments with their per-signal scores
+//! and the route of the round that found them. Full mode adds an [`Answerer`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use colmem_core::{
+    Draft, Fragment, FragmentId, Granularity, Kind, Source, UserId, Validity, View,
+};
+use colmem_index::{HybridIndex, Query, Signal};
+use colmem_llm::Embedder;
+use colmem_store::{Delete, FragmentStore, Interaction, ListQuery, Order, Supersede};
+use serde::{Deserialize, Serialize};
+
+use crate::answer::{Answer, Answerer, EvidenceSpan};
+use crate::caller::Caller;
+use crate::change::attributes;
+use crate::constructor::{Constructor, Memory, OfflineConstructor, Origin, TurnInput};
+use crate::error::{Error, Result};
+use crate::judge::{Judge, OfflineJudge};
+use crate::refresher::{OfflineRefresher, Refresher};
+use crate::retriever::{OfflineRetriever, QueryContext, QueryPlan, Retriever, Route};
+
+/// The roles a pipeline runs.
+#[derive(Clone, Debug)]
+pub struct Roles {
+    /// Builds memories from turns.
+    pub constructor: Arc<dyn Constructor>,
+    /// Plans queries.
+    pub retriever: Arc<dyn Retriever>,
+    /// Judges relevance and conflicts.
+    pub judge: Arc<dyn Judge>,
+    /// Keeps facts consistent.
+    pub refresher: Arc<dyn Refresher>,
+    /// Answers in full mode.
+    pub answerer: Arc<dyn Answerer>,
+}
+
+impl Roles {
+    /// The rule-based roles with default settings.
+    pub fn offline() -> Self {
+        Roles {
+            constructor: Arc::new(OfflineConstructor::default()),
+            retriever: Arc::new(OfflineRetriever::default()),
+            judge: Arc::new(OfflineJudge::default()),
+            refresher: Arc::new(OfflineRefresher),
+            answerer: Arc::new(EvidenceSpan),
+        }
+    }
+}
+
+/// Settings of the pipeline.
+#[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// `K_r`: how many extra retrieval rounds the judge may ask for.
+    pub rounds: usize,
+    /// Which memories the write path stores.
+    pub store: Stored,
+    /// Fragments older than this (record time, in milliseconds) are deleted by
+    /// [`Pipeline::enforce_retention`]; `None` keeps everything.
+    pub retention_ms: Option<i64>,
+    /// How many neighbouring turns on each side a related-turn round adds.
+    pub neighbours: u32,
+    /// Weight of the judge's relevance against the fused rank score when rounds merge.
+    pub relevance_weight: f64,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig {
+            rounds: 2,
+            store: Stored::default(),
+            retention_ms: None,
+            neighbours: 1,
+            relevance_weight: 0.02,
+        }
+    }
+}
+
+/// Which granularities the write path stores.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Stored {
+    /// Raw turns.
+    pub raw: bool,
+    /// Atomic facts.
+    pub facts: bool,
+    /// Episode summaries.
+    pub episodes: bool,
+    /// Profile entries.
+    pub profile: bool,
+}
+
+impl Default for Stored {
+    fn default() -> Self {
+        Stored {
+            raw: true,
+            facts: true,
+            episodes: true,
+            profile: true,
+        }
+    }
+}
+
+/// Options of one recall.
+#[derive(Clone, PartialEq, Debug, Default)]
+pub struct RecallOptions {
+    /// How many fragments; `None` takes the retriever's dynamic k.
+    pub k: Option<usize>,
+    /// Search exactly these granularities together instead of following the route.
+    pub granularities: Option<Vec<Granularity>>,
+    /// Which versions: the current ones by default; history reads choose a past moment.
+    /// Permissions are those of now whatever the view.
+    pub view: View,
+    /// What the retriever knows besides the query.
+    pub context: QueryContext,
+}
+
+/// One recalled fragment with what explains its rank.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Recalled {
+    /// The fragment.
+    pub fragment: Fragment,
+    /// The merged score the ranking used.
+    pub score: f64,
+    /// The fused rank score of its search.
+    pub fused: f64,
+    /// The vector signal.
+    pub vector: Option<Signal>,
+    /// The BM25 signal.
+    pub lexical: Option<Signal>,
+    /// The judge's relevance.
+    pub relevance: f64,
+    /// The route of the round that found it.
+    pub route: RoundKind,
+    /// The round that found it (0 = first).
+    pub round: usize,
+}
+
+/// What a retrieval round searched.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundKind {
+    /// The retriever's route.
+    Route(Route),
+    /// The granularities the caller chose.
+    Chosen,
+    /// Turns related to the hits so far (their own and neighbouring turns).
+    RelatedTurns,
+}
+
+/// The result of a recall.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Recall {
+    /// The retriever's plan.
+    pub plan: QueryPlan,
+    /// What each round searched, in order.
+    pub rounds: Vec<RoundKind>,
+    /// The ranked fragments.
+    pub hits: Vec<Recalled>,
+}
+
+/// The result of full mode.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Answered {
+    /// The recall the answer rests on.
+    pub recall: Recall,
+    /// The answer.
+    pub answer: Answer,
+}
+
+/// What remembering one turn did.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Remembered {
+    /// Fragments written.
+    pub written: Vec<FragmentId>,
+    /// Stale facts closed, with the fact that replaced each.
+    pub superseded: Vec<(FragmentId, FragmentId)>,
+    /// Fragments deleted on the user's explicit instruction.
+    pub deleted: Vec<FragmentId>,
+}
+
+/// The AMA pipeline over a store, a hybrid index and an embedder.
+#[derive(Debug)]
+pub struct Pipeline {
+    store: Arc<dyn FragmentStore>,
+    index: Arc<HybridIndex>,
+    embedder: Arc<dyn Embedder>,
+    roles: Roles,
+    config: PipelineConfig,
+    open_episodes: Mutex<HashMap<(UserId, String), Vec<TurnInput>>>,
+}
+
+/// A memory on its way to the store, with the granularity it is written as.
+struct Pending<'m> {
+    memory: &'m Memory,
+    granularity: Granularity,
+}
+
+/// The key of a raw turn, so related-turn rounds can fetch it.
+pub fn turn_key(dialogue_id: &str) -> String {
+    format!("turn:{dialogue_id}")
+}
+
+impl Pipeline {
+    /// A pipeline over these parts.
+    pub fn new(
+        store: Arc<dyn FragmentStore>,
+        index: Arc<HybridIndex>,
+        embedder: Arc<dyn Embedder>,
+        roles: Roles,
+        config: PipelineConfig,
+    ) -> Self {
+        Pipeline {
+            store,
+            index,
+            embedder,
+            roles,
+            config,
+            open_episodes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn FragmentStore> {
+        &self.store
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Arc<HybridIndex> {
+        &self.index
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PipelineConfig {
+        &self.config
+    }
+
+    /// Applies the write rule to each draft, embeds them, writes them in one
+    /// transaction (with `idempotency_key`, if any) and returns their ids.
+    pub fn write_drafts(
+        &self,
+        caller: &Caller<'_>,
+        drafts: Vec<Draft>,
+        idempotency_key: Option<String>,
+    ) -> Result<Vec<FragmentId>> {
+        if drafts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut fragments = drafts
+            .into_iter()
+            .map(|d| caller.authorize(d))
+            .collect::<Result<Vec<_>>>()?;
+        let texts: Vec<&str> = fragments.iter().map(|f| f.content.as_str()).collect();
+        let vectors = self
+            .embedder
+            .embed(&texts)
+            .map_err(Error::model("embedder"))?;
+        for (fragment, vector) in fragments.iter_mut().zip(vectors) {
+            fragment.embedding = Some(colmem_core::Embedding {
+                embedder: self.embedder.id().to_owned(),
+                vector,
+            });
+        }
+        let receipt = self.store.write(&Interaction {
+            user: caller.user(),
+            agent: caller.agent(),
+            fragments,
+            idempotency_key,
+        })?;
+        Ok(receipt.ids)
+    }
+
+    /// The AMA write path for one dialogue turn; see the module documentation.
+    pub fn remember(&self, caller: &Caller<'_>, turn: &TurnInput) -> Result<Remembered> {
+        if turn.origin == Origin::User {
+            if let Some(instruction) = self.roles.refresher.forget_request(&turn.text)? {
+                let mine = self.own_fragments(caller, None, None)?;
+                let candidates: Vec<&Fragment> = mine.iter().collect();
+                let targets = self
+                    .roles
+                    .refresher
+                    .forget_targets(&instruction, &candidates)?;
+                let mut deleted = Vec::new();
+                for id in targets {
+                    if let Some(f) = mine.iter().find(|f| f.id == id) {
+                        self.delete(caller, f)?;
+                        deleted.push(id);
+                    }
+                }
+                // The instruction itself is not kept: it would recall what it forgets.
+                return Ok(Remembered {
+                    deleted,
+                    ..Remembered::default()
+                });
+            }
+        }
+        let construction = {
+            let mut open = self
+                .open_episodes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let buffer = open
+                .entry((caller.user(), turn.session.clone()))
+                .or_default();
+            self.roles.constructor.observe(turn, buffer)?
+        };
+        let stored = self.config.store;
+        let mut pending: Vec<Pending<'_>> = Vec::new();
+        for (on, memories, granularity) in [
+            (stored.raw, &construction.raw, Granularity::RawTurn),
+            (stored.episodes, &construction.episodes, Granularity::Episode),
+            (stored.profile, &construction.profile, Granularity::Profile),
+            (stored.facts, &construction.facts, Granularity::Fact),
+        ] {
+            if on {
+                pending.extend(memories.iter().map(|memory| Pending {
+                    memory,
+                    granularity,
+                }));
+            }
+        }
+
+        let mut outcome = Remembered::default();
+        let mut plain = Vec::new();
+        for p in pending {
+            let conflicts = if p.granularity == Granularity::Fact {
+                let held = self.held_facts(caller, p.memory)?;
+                let held: Vec<&Fragment> = held.iter().collect();
+                let conflicts = self.roles.judge.conflicts(p.memory, &held)?;
+                self.roles.refresher.resolve(p.memory, &conflicts)?
+            } else {
+                Vec::new()
+            };
+            if conflicts.is_empty() {
+                plain.push(self.draft(p.memory, p.granularity, turn));
+            } else {
+                outcome
+                    .superseded
+                    .extend(self.supersede(caller, p.memory, turn, &conflicts)?);
+            }
+        }
+        outcome.written = self.write_drafts(caller, plain, None)?;
+        outcome
+            .written
+            .extend(outcome.superseded.iter().map(|(_, new)| *new));
+        outcome.written.sort();
+        outcome.written.dedup();
+        Ok(outcome)
+    }
+
+    /// Summarises and writes the open episode of a session, if any.
+    pub fn close_episode(&self, caller: &Caller<'_>, session: &str) -> Result<Option<FragmentId>> {
+        let summary = {
+            let mut open = self
+                .open_episodes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            match open.get_mut(&(caller.user(), session.to_owned())) {
+                Some(buffer) => self.roles.constructor.close(buffer)?,
+                None => None,
+            }
+        };
+        let Some(memory) = summary.filter(|_| self.config.store.episodes) else {
+            return Ok(None);
+        };
+        let draft = self.memory_draft(&memory, Granularity::Episode, None);
+        Ok(self.write_drafts(caller, vec![draft], None)?.pop())
+    }
+
+    /// Deletes the caller's fragments recorded longer ago than the retention limit.
+    pub fn enforce_retention(&self, caller: &Caller<'_>) -> Result<Vec<FragmentId>> {
+        let Some(limit) = self.config.retention_ms else {
+            return Ok(Vec::new());
+        };
+        let cutoff = caller.now().as_millis().saturating_sub(limit);
+        let mut deleted = Vec::new();
+        for f in self.own_fragments(caller, None, None)? {
+            if f.provenance.created_at.as_millis() < cutoff {
+                self.delete(caller, &f)?;
+                deleted.push(f.id);
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Retrieval-only mode; see the module documentation.
+    pub fn recall(&self, caller: &Caller<'_>, query: &str, options: &RecallOptions) -> Result<Recall> {
+        self.index.catch_up(self.store.as_ref())?;
+        let plan = self.roles.retriever.plan(query, &options.context)?;
+        let k = options.k.unwrap_or(plan.k).max(1);
+        let filter = caller.filter().clone().with_view(options.view);
+        let lexical = lexical_text(&plan.rewritten);
+        let vector = self
+            .embedder
+            .embed(&[plan.rewritten.as_str()])
+            .map_err(Error::model("embedder"))?
+            .pop()
+            .ok_or_else(|| Error::InvalidInput("the embedder returned no vector".into()))?;
+
+        let mut steps = vec![match &options.granularities {
+            Some(chosen) => Step::Search(RoundKind::Chosen, chosen.clone()),
+            None => Step::Search(RoundKind::Route(plan.route), vec![plan.route.granularity()]),
+        }];
+        let others = fallback(plan.route);
+        if options.granularities.is_none() {
+            steps.push(Step::Search(
+                RoundKind::Route(others[0]),
+                vec![others[0].granularity()],
+            ));
+        }
+        steps.push(Step::Related);
+        if options.granularities.is_none() {
+            steps.push(Step::Search(
+                RoundKind::Route(others[1]),
+                vec![others[1].granularity()],
+            ));
+        }
+        steps.truncate(1 + self.config.rounds);
+
+        let mut rounds = Vec::new();
+        let mut found: Vec<Recalled> = Vec::new();
+        let mut seen = HashSet::new();
+        for (round, step) in steps.into_iter().enumerate() {
+            let (kind, fresh) = match step {
+                Step::Search(kind, granularities) => {
+                    let hits = self.index.search(
+                        &Query {
+                            vector: Some(&vector),
+                            text: Some(&lexical),
+                            k,
+                            granularities: &granularities,
+                        },
+                        &filter,
+                    )?;
+                    let mut fresh = Vec::new();
+                    for hit in hits.into_iter().filter(|h| seen.insert(h.id)) {
+                        let fragment = self.store.get(hit.id)?;
+                        // The filter ran inside the search; this only guards against
+                        // an index that lags the store, never the enforcement itself.
+                        if filter.admits(&fragment.meta()) {
+                            fresh.push((Some(hit), fragment));
+                        }
+                    }
+                    (kind, fresh)
+                }
+                Step::Related => {
+                    let related = self.related_turns(caller, &filter, &found)?;
+                    let fresh = related
+                        .into_iter()
+                        .filter(|f| seen.insert(f.id))
+                        .map(|f| (None, f))
+                        .collect();
+                    (RoundKind::RelatedTurns, fresh)
+                }
+            };
+            rounds.push(kind);
+            let refs: Vec<&Fragment> = fresh.iter().map(|(_, f)| f).collect();
+            let relevance = self.roles.judge.relevance(&plan.rewritten, &refs)?;
+            for ((hit, fragment), rel) in fresh.into_iter().zip(relevance.scores) {
+                let fused = hit.map_or(0.0, |h| h.fused);
+                found.push(Recalled {
+                    score: fused + rel * self.config.relevance_weight,
+                    fragment,
+                    fused,
+                    vector: hit.and_then(|h| h.vector),
+                    lexical: hit.and_then(|h| h.lexical),
+                    relevance: rel,
+                    route: kind,
+                    round,
+                });
+            }
+            if relevance.sufficient {
+                break;
+            }
+        }
+        found.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.round.cmp(&b.round))
+                .then(a.fragment.id.cmp(&b.fragment.id))
+        });
+        Ok(Recall {
+            plan,
+            rounds,
+            hits: found,
+        })
+    }
+
+    /// Full mode: recall, then answer from the evidence.
+    pub fn answer(
+        &self,
+        caller: &Caller<'_>,
+        query: &str,
+        options: &RecallOptions,
+    ) -> Result<Answered> {
+        let recall = self.recall(caller, query, options)?;
+        let evidence: Vec<&Fragment> = recall.hits.iter().map(|h| &h.fragment).collect();
+        let answer = self.roles.answerer.answer(&recall.plan.rewritten, &evidence)?;
+        Ok(Answered { recall, answer })
+    }
+
+    /// The caller's own fragments (not other users' shared ones) that it can read now.
+    fn own_fragments(
+        &self,
+        caller: &Caller<'_>,
+        key: Option<String>,
+        granularity: Option<Granularity>,
+    ) -> Result<Vec<Fragment>> {
+        let mut out = self.store.list(
+            caller.filter(),
+            &ListQuery {
+                key,
+                granularity,
+                order: Order::NewestFirst,
+                ..ListQuery::default()
+            },
+        )?;
+        out.retain(|f| f.provenance.user == caller.user());
+        Ok(out)
+    }
+
+    /// The current facts a new fact may make stale: the same subject key, or for a
+    /// correction the speaker's recent facts.
+    fn held_facts(&self, caller: &Caller<'_>, memory: &Memory) -> Result<Vec<Fragment>> {
+        let mut held = match &memory.key {
+            Some(key) => self.own_fragments(caller, Some(key.clone()), Some(Granularity::Fact))?,
+            None => Vec::new(),
+        };
+        if crate::change::is_correction(&memory.content) {
+            if let Some(speaker) = &memory.speaker {
+                let prefix = format!("{}/", speaker.to_lowercase());
+                let recent = self.store.list(
+                    caller.filter(),
+                    &ListQuery {
+                        granularity: Some(Granularity::Fact),
+                        order: Order::NewestFirst,
+                        limit: Some(CORRECTION_LOOKBACK),
+                        ..ListQuery::default()
+                    },
+                )?;
+                held.extend(recent.into_iter().filter(|f| {
+                    f.provenance.user == caller.user()
+                        && f.key.as_deref().is_some_and(|k| k.starts_with(&prefix))
+                        && f.key != memory.key
+                }));
+            }
+        }
+        Ok(held)
+    }
+
+    /// Closes each stale fact in favour of one new version of `memory`, derived from them.
+    fn supersede(
+        &self,
+        caller: &Caller<'_>,
+        memory: &Memory,
+        turn: &TurnInput,
+        stale: &[FragmentId],
+    ) -> Result<Vec<(FragmentId, FragmentId)>> {
+        let olds = stale
+            .iter()
+            .map(|id| self.store.get(*id))
+            .collect::<colmem_store::Result<Vec<_>>>()?;
+        let parents: Vec<&Fragment> = olds.iter().collect();
+        let mut draft = self.draft(memory, Granularity::Fact, turn);
+        draft.scope = None;
+        let mut new = caller.authorize_derived(&parents, draft)?;
+        new.embedding = Some(
+            self.embedder
+                .embed_one(&new.content)
+                .map_err(Error::model("embedder"))?,
+        );
+        let (first, rest) = olds
+            .split_first()
+            .ok_or_else(|| Error::InvalidInput("nothing to supersede".into()))?;
+        let new_id = self.store.supersede(&Supersede {
+            user: caller.user(),
+            agent: caller.agent(),
+            old: first.id,
+            new,
+        })?;
+        let mut pairs = vec![(first.id, new_id)];
+        for old in rest {
+            self.store.supersede_by(&colmem_store::SupersedeBy {
+                user: caller.user(),
+                agent: caller.agent(),
+                old: old.id,
+                successor: new_id,
+            })?;
+            pairs.push((old.id, new_id));
+        }
+        Ok(pairs)
+    }
+
+    /// Deletes one fragment after the delete rule: the caller can read it and could
+    /// write a fragment of its scope.
+    fn delete(&self, caller: &Caller<'_>, fragment: &Fragment) -> Result<()> {
+        if !caller.can_read(fragment) {
+            return Err(colmem_core::Forbidden {
+                denial: colmem_core::Denial::NotReadable,
+            }
+            .into());
+        }
+        let mut probe = Draft::new(String::new(), fragment.granularity, fragment.kind);
+        probe.scope = Some(fragment.scope);
+        caller.authorize(probe)?;
+        self.store.delete(&Delete {
+            user: caller.user(),
+            agent: caller.agent(),
+            fragment: fragment.id,
+        })?;
+        Ok(())
+    }
+
+    /// Raw turns of the hits' turns and their neighbours, that the reader may see.
+    fn related_turns(
+        &self,
+        caller: &Caller<'_>,
+        filter: &colmem_core::ReadFilter,
+        found: &[Recalled],
+    ) -> Result<Vec<Fragment>> {
+        let mut wanted: Vec<String> = Vec::new();
+        for hit in found.iter().take(RELATED_FROM) {
+            for turn in &hit.fragment.provenance.source.turns {
+                for id in neighbours(turn, self.config.neighbours) {
+                    if !wanted.contains(&id) {
+                        wanted.push(id);
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for id in wanted {
+            let listed = self.store.list(
+                filter,
+                &ListQuery {
+                    key: Some(turn_key(&id)),
+                    granularity: Some(Granularity::RawTurn),
+                    limit: Some(1),
+                    ..ListQuery::default()
+                },
+            )?;
+            out.extend(
+                listed
+                    .into_iter()
+                    .filter(|f| f.provenance.user == caller.user()),
+            );
+        }
+        Ok(out)
+    }
+
+    fn draft(&self, memory: &Memory, granularity: Granularity, turn: &TurnInput) -> Draft {
+        self.memory_draft(memory, granularity, Some(turn))
+    }
+
+    fn memory_draft(
+        &self,
+        memory: &Memory,
+        granularity: Granularity,
+        turn: Option<&TurnInput>,
+    ) -> Draft {
+        let mut draft = Draft::new(memory.content.clone(), granularity, Kind::Observation);
+        draft.key = match granularity {
+            Granularity::RawTurn => turn.map(|t| turn_key(&t.dialogue_id)),
+            _ => memory.key.clone(),
+        };
+        draft.keywords = memory.keywords.clone();
+        draft.source = Source {
+            session: Some(memory.session.clone()),
+            turns: memory.turns.clone(),
+            parents: Vec::new(),
+        };
+        if let Some(t) = memory.time {
+            if let Ok(validity) = Validity::new(t, None) {
+                draft.validity = validity;
+            }
+        }
+        draft
+    }
+}
+
+/// How many of the best hits a related-turn round expands.
+const RELATED_FROM: usize = 5;
+/// How many recent facts a correction is compared with.
+const CORRECTION_LOOKBACK: usize = 30;
+
+/// The granularities tried after a route, in order.
+fn fallback(route: Route) -> Vec<Route> {
+    match route {
+        Route::Raw => vec![Route::Fact, Route::Episode],
+        Route::Fact => vec![Route::Raw, Route::Episode],
+        Route::Episode => vec![Route::Fact, Route::Raw],
+    }
+}
+
+/// The text the lexical signal searches: the query plus the names of the attributes it
+/// asks about (facts carry their attribute as a keyword).
+fn lexical_text(query: &str) -> String {
+    let mut text = query.to_owned();
+    for attribute in attributes(query) {
+        text.push(' ');
+        text.push_str(attribute);
+    }
+    text
+}
+
+/// `D3:7` and its neighbours `D3:6`, `D3:8` (within `width`); other ids only themselves.
+fn neighbours(turn: &str, width: u32) -> Vec<String> {
+    let Some((session, index)) = turn.split_once(':') else {
+        return vec![turn.to_owned()];
+    };
+    let Ok(index) = index.parse::<u32>() else {
+        return vec![turn.to_owned()];
+    };
+    let low = index.saturating_sub(width).max(1);
+    (low..=index + width)
+        .map(|i| format!("{session}:{i}"))
+        .collect()
+}
+
+/// One retrieval round's work.
+enum Step {
+    /// Search these granularities.
+    Search(RoundKind, Vec<Granularity>),
+    /// Fetch the turns related to the hits so far.
+    Related,
+}

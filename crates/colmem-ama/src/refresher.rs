@@ -1,0 +1,73 @@
+//! The Refresher role: keeps facts consistent over time.
+//!
+//! - **Update**: a fact the judge found stale is closed (its world-time validity ends
+//!   where the new one starts, `superseded_at` is stamped) and linked to the fact that
+//!   replaces it; nothing is erased.
+//! - **Delete**: only on an explicit forget instruction in the user's own current input,
+//!   or when the retention limit has passed. Stored text never triggers a deletion.
+//!
+//! The pipeline carries the decisions out through the store, which audits each one.
+
+use colmem_core::{Fragment, FragmentId};
+
+use crate::change::{ForgetInstruction, attributes, forget_instruction};
+use crate::constructor::Memory;
+use crate::error::Result;
+use crate::judge::{Conflict, coverage};
+
+/// The Refresher role.
+pub trait Refresher: Send + Sync + std::fmt::Debug {
+    /// Which of the judge's conflicts to resolve by closing the stale fact in favour of `new`.
+    fn resolve(&self, new: &Memory, conflicts: &[Conflict]) -> Result<Vec<FragmentId>>;
+
+    /// Recognises an instruction to forget in the user's own current input.
+    /// The pipeline never calls this on stored or retrieved text.
+    fn forget_request(&self, user_input: &str) -> Result<Option<ForgetInstruction>>;
+
+    /// Which of the user's fragments an instruction asks to forget.
+    fn forget_targets(
+        &self,
+        instruction: &ForgetInstruction,
+        candidates: &[&Fragment],
+    ) -> Result<Vec<FragmentId>>;
+}
+
+/// The rule-based refresher: resolves every conflict, recognises forget instructions
+/// with [`forget_instruction`], and targets fragments that mention what is to be
+/// forgotten (by word stems, or by the attribute it names).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OfflineRefresher;
+
+/// Stem coverage of the instruction's words from which a fragment is a target.
+const TARGET_COVERAGE: f64 = 0.5;
+
+impl Refresher for OfflineRefresher {
+    fn resolve(&self, _new: &Memory, conflicts: &[Conflict]) -> Result<Vec<FragmentId>> {
+        Ok(conflicts.iter().map(|c| c.stale).collect())
+    }
+
+    fn forget_request(&self, user_input: &str) -> Result<Option<ForgetInstruction>> {
+        Ok(forget_instruction(user_input))
+    }
+
+    fn forget_targets(
+        &self,
+        instruction: &ForgetInstruction,
+        candidates: &[&Fragment],
+    ) -> Result<Vec<FragmentId>> {
+        if instruction.everything {
+            return Ok(candidates.iter().map(|f| f.id).collect());
+        }
+        let about = instruction.about.join(" ");
+        let named: Vec<&str> = attributes(&about);
+        Ok(candidates
+            .iter()
+            .filter(|f| {
+                coverage(&about, &f.content) >= TARGET_COVERAGE
+                    || (!named.is_empty()
+                        && attributes(&f.content).first().is_some_and(|a| named.contains(a)))
+            })
+            .map(|f| f.id)
+            .collect())
+    }
+}
