@@ -32,7 +32,7 @@ use crate::read_sql::{Sql, push_order_limit, push_where};
 use crate::schema::{self, SCHEMA_VERSION};
 use crate::store::{
     CardRecord, CardWrite, Delete, FragmentStore, Interaction, ListQuery, Purge, ReadRecord,
-    Supersede, VisibilityRecord, WriteReceipt,
+    Supersede, SupersedeBy, VisibilityRecord, WriteReceipt,
 };
 
 /// Whether a store may change its file.
@@ -957,6 +957,70 @@ impl FragmentStore for SqliteStore {
                 },
             )?;
             Ok(new_id)
+        })
+    }
+
+    fn supersede_by(&self, request: &SupersedeBy) -> Result<()> {
+        if request.old == request.successor {
+            return Err(Error::InvalidInput(
+                "a fragment cannot supersede itself".to_owned(),
+            ));
+        }
+        self.write_tx(|tx, now| {
+            let (from, until, superseded, deleted) = fragment_state(tx, request.old)?;
+            let state = |deleted: &Option<i64>, superseded: &Option<i64>| {
+                if deleted.is_some() {
+                    Some("deleted")
+                } else if superseded.is_some() {
+                    Some("superseded")
+                } else {
+                    None
+                }
+            };
+            if let Some(state) = state(&deleted, &superseded) {
+                return Err(Error::NotCurrent {
+                    id: request.old,
+                    state,
+                });
+            }
+            let (successor_from, _, successor_superseded, successor_deleted) =
+                fragment_state(tx, request.successor)?;
+            if let Some(state) = state(&successor_deleted, &successor_superseded) {
+                return Err(Error::NotCurrent {
+                    id: request.successor,
+                    state,
+                });
+            }
+            let old_validity = Validity::new(
+                Timestamp::from_millis(from),
+                until.map(Timestamp::from_millis),
+            )
+            .map_err(|e| Error::corrupt(e.to_string()))?;
+            let closed = old_validity
+                .closed_at(Timestamp::from_millis(successor_from))
+                .unwrap_or(old_validity);
+            tx.prepare_cached(
+                "UPDATE fragments SET valid_until = ?1, superseded_at = ?2, superseded_by = ?3 \
+                 WHERE id = ?4",
+            )?
+            .execute(params![
+                closed.until().map(ts),
+                ts(now),
+                id_param(request.successor)?,
+                id_param(request.old)?
+            ])?;
+            record_change(tx, request.old, ChangeOp::Meta)?;
+            append_audit_tx(
+                tx,
+                now,
+                &AuditEvent::Update {
+                    user: request.user,
+                    agent: request.agent,
+                    old: request.old,
+                    new: request.successor,
+                },
+            )?;
+            Ok(())
         })
     }
 
