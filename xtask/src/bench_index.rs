@@ -308,6 +308,7 @@ pub fn run(args: &BenchIndexArgs) -> anyhow::Result<()> {
                     vector: Some(q),
                     text: None,
                     k,
+                    granularities: &[],
                 },
                 filter,
             )?;
@@ -322,6 +323,7 @@ pub fn run(args: &BenchIndexArgs) -> anyhow::Result<()> {
                     vector: Some(q),
                     text: None,
                     k,
+                    granularities: &[],
                 },
                 filter,
             )?;

@@ -6,11 +6,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use colmem_core::{ChangeFeed, ChangeOp, FragmentId, FragmentMeta, ReadFilter, StoredFragment};
+use colmem_core::{
+    ChangeFeed, ChangeOp, FragmentId, FragmentMeta, Granularity, ReadFilter, StoredFragment,
+};
 use roaring::RoaringTreemap;
 
 use crate::admit::Admit;
 use crate::error::{Error, Result};
+use crate::granularity::GranularityPostings;
 use crate::lexical::LexicalIndex;
 use crate::postings::AccessPostings;
 use crate::snapshot::{self, Manifest};
@@ -137,6 +140,10 @@ pub struct Query<'a> {
     pub text: Option<&'a str>,
     /// How many results.
     pub k: usize,
+    /// Only fragments of these granularities; empty means every granularity.
+    /// Like the read filter, the narrowing happens inside the search (the plan
+    /// counts the narrowed set), so a rare granularity still gets its true top-k.
+    pub granularities: &'a [Granularity],
 }
 
 /// What opening an index did.
@@ -170,8 +177,20 @@ pub struct CatchUp {
 #[derive(Debug)]
 struct State {
     postings: AccessPostings,
+    granularity: GranularityPostings,
     seq: u64,
     embedder: Option<String>,
+}
+
+impl State {
+    /// The fragments `filter` admits, narrowed to `granularities` (empty: all).
+    fn admitted_in(&self, filter: &ReadFilter, granularities: &[Granularity]) -> RoaringTreemap {
+        let mut admitted = self.postings.admitted(filter);
+        if let Some(narrowing) = self.granularity.narrowing(granularities) {
+            admitted &= narrowing;
+        }
+        admitted
+    }
 }
 
 /// Vector + BM25 search over fragments with the read filter inside both.
@@ -185,12 +204,13 @@ pub struct HybridIndex {
 }
 
 const CATCH_UP_BATCH: usize = 4096;
+const GRANULARITY_FILE: &str = "granularity.bin";
 
 /// What one batch of changes asks of the indexes.
 #[derive(Default)]
 struct Batch {
     index: Vec<StoredFragment>,
-    refresh: Vec<(u64, FragmentMeta)>,
+    refresh: Vec<(u64, FragmentMeta, Granularity)>,
     drop: Vec<u64>,
     purge: Vec<u64>,
 }
@@ -220,6 +240,7 @@ impl HybridIndex {
             dir: None,
             state: RwLock::new(State {
                 postings: AccessPostings::new(),
+                granularity: GranularityPostings::default(),
                 seq: 0,
                 embedder,
             }),
@@ -293,6 +314,11 @@ impl HybridIndex {
         }
         let postings =
             AccessPostings::load(&current.join("postings.json")).map_err(|e| e.to_string())?;
+        let granularity = GranularityPostings::load(&current.join(GRANULARITY_FILE))
+            .map_err(|e| e.to_string())?;
+        if granularity.ids() != *postings.ids() {
+            return Err("the granularity postings do not cover the same fragments".into());
+        }
         self.vector
             .load(&current.join("vector"))
             .map_err(|e| e.to_string())?;
@@ -303,6 +329,7 @@ impl HybridIndex {
         }
         let mut state = self.write();
         state.postings = postings;
+        state.granularity = granularity;
         state.seq = manifest.seq;
         state.embedder = self.config.embedder.clone().or(manifest.embedder);
         Ok(())
@@ -316,6 +343,7 @@ impl HybridIndex {
             lexical.clear()?;
         }
         state.postings = AccessPostings::new();
+        state.granularity = GranularityPostings::default();
         state.seq = 0;
         state.embedder = self.config.embedder.clone();
         Ok(())
@@ -329,6 +357,7 @@ impl HybridIndex {
         let state = self.read();
         let next = snapshot::begin(dir)?;
         state.postings.save(&next.join("postings.json"))?;
+        state.granularity.save(&next.join(GRANULARITY_FILE))?;
         let vector_dir = next.join("vector");
         std::fs::create_dir_all(&vector_dir).map_err(|e| Error::io(&vector_dir, e))?;
         self.vector.save(&vector_dir)?;
@@ -425,7 +454,11 @@ impl HybridIndex {
                             if put || state.postings.meta(id.0).is_none() {
                                 batch.index.push(record);
                             } else {
-                                batch.refresh.push((id.0, record.fragment.meta()));
+                                batch.refresh.push((
+                                    id.0,
+                                    record.fragment.meta(),
+                                    record.fragment.granularity,
+                                ));
                             }
                         }
                     }
@@ -442,8 +475,12 @@ impl HybridIndex {
         report.indexed += batch.index.len();
         report.skipped_vectors += self.put_many(&batch.index)?;
         report.refreshed += batch.refresh.len();
-        for (id, meta) in batch.refresh {
-            self.update_meta(id, meta);
+        {
+            let mut state = self.write();
+            for (id, meta, granularity) in batch.refresh {
+                state.postings.upsert(id, meta);
+                state.granularity.insert(id, granularity);
+            }
         }
         report.dropped += batch.drop.len() + batch.purge.len();
         for &id in &batch.drop {
@@ -482,6 +519,7 @@ impl HybridIndex {
                 lexical.insert(id, &text_of(stored))?;
             }
             state.postings.upsert(id, stored.fragment.meta());
+            state.granularity.insert(id, stored.fragment.granularity);
         }
         self.vector.insert_batch(&vectors)?;
         Ok(skipped)
@@ -492,15 +530,20 @@ impl HybridIndex {
         self.put_many(std::slice::from_ref(stored))
     }
 
-    /// Refreshes the access metadata of a fragment already indexed.
+    /// Refreshes the access metadata of a fragment already indexed (a fragment
+    /// not indexed is left alone: index it with [`HybridIndex::put`]).
     pub fn update_meta(&self, id: u64, meta: FragmentMeta) {
-        self.write().postings.upsert(id, meta);
+        let mut state = self.write();
+        if state.postings.meta(id).is_some() {
+            state.postings.upsert(id, meta);
+        }
     }
 
     /// Drops a fragment from every index: it is never returned again.
     pub fn delete(&self, id: u64) -> Result<()> {
         let mut state = self.write();
         state.postings.remove(id);
+        state.granularity.remove(id);
         self.vector.remove(id)?;
         if let Some(lexical) = &self.lexical {
             lexical.remove(id)?;
@@ -516,6 +559,7 @@ impl HybridIndex {
         let mut state = self.write();
         for &id in ids {
             state.postings.remove(id);
+            state.granularity.remove(id);
             self.vector.remove(id)?;
         }
         if let Some(lexical) = &self.lexical {
@@ -535,6 +579,16 @@ impl HybridIndex {
     /// The fragments `filter` admits, from the posting lists.
     pub fn admitted(&self, filter: &ReadFilter) -> RoaringTreemap {
         self.read().postings.admitted(filter)
+    }
+
+    /// The fragments `filter` admits among those of `granularities` (empty: every
+    /// granularity): the set a [`Query`] with these granularities searches.
+    pub fn admitted_in(
+        &self,
+        filter: &ReadFilter,
+        granularities: &[Granularity],
+    ) -> RoaringTreemap {
+        self.read().admitted_in(filter, granularities)
     }
 
     fn plan_for(&self, admitted: u64, total: u64) -> Strategy {
@@ -557,8 +611,13 @@ impl HybridIndex {
 
     /// The plan a search under `filter` would use.
     pub fn plan(&self, filter: &ReadFilter) -> Plan {
+        self.plan_in(filter, &[])
+    }
+
+    /// The plan a search under `filter` narrowed to `granularities` would use.
+    pub fn plan_in(&self, filter: &ReadFilter, granularities: &[Granularity]) -> Plan {
         let state = self.read();
-        let admitted = state.postings.admitted(filter).len();
+        let admitted = state.admitted_in(filter, granularities).len();
         let total = state.postings.len();
         Plan {
             strategy: self.plan_for(admitted, total),
@@ -577,7 +636,10 @@ impl HybridIndex {
         }
         let (admitted, total) = {
             let state = self.read();
-            (state.postings.admitted(filter), state.postings.len())
+            (
+                state.admitted_in(filter, query.granularities),
+                state.postings.len(),
+            )
         };
         let count = admitted.len();
         let plan = Plan {

@@ -18,6 +18,7 @@ mod bm25;
 pub mod conformance;
 mod error;
 mod flat;
+mod granularity;
 #[cfg(feature = "usearch")]
 mod hnsw;
 mod hybrid;

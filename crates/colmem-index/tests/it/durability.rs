@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use colmem_core::{ReadFilter, Scope, View};
+use colmem_core::{Granularity, ReadFilter, Scope, View};
 use colmem_index::{
     FlatIndex, HybridConfig, HybridIndex, LexicalIndex, MemoryBm25, OpenReport, Query, VectorIndex,
 };
@@ -85,6 +85,7 @@ fn ids(index: &HybridIndex, text: &str, view: View) -> Vec<u64> {
                 vector: None,
                 text: Some(text),
                 k: 100,
+                granularities: &[],
             },
             &filter().with_view(view),
         )
@@ -199,6 +200,7 @@ fn open_builds_then_restores_and_catches_up_on_every_op() {
                     vector: Some(&q),
                     text: None,
                     k: 100,
+                    granularities: &[],
                 },
                 &filter().with_view(View::AllVersions),
             )
@@ -232,6 +234,7 @@ fn damage_and_reopen(damage: impl Fn(&Path)) {
                     vector: Some(&q),
                     text: None,
                     k: 5,
+                    granularities: &[],
                 },
                 &filter(),
             )
@@ -259,6 +262,7 @@ fn damage_and_reopen(damage: impl Fn(&Path)) {
                     vector: Some(&q),
                     text: None,
                     k: 5,
+                    granularities: &[],
                 },
                 &filter(),
             )
@@ -357,4 +361,114 @@ fn an_index_ahead_of_its_store_starts_over() {
     let (index, report) = open(dir.path(), make, None, &smaller);
     assert_eq!(index.len(), 10);
     assert_eq!(report.catch_up.indexed, 10);
+}
+
+/// A feed of `n` fragments: every tenth a fact, every third an episode, the rest raw turns.
+fn mixed_feed(n: usize) -> MemFeed {
+    let feed = MemFeed::default();
+    for (i, v) in clustered(n, DIM, 4, 9).into_iter().enumerate() {
+        let text = format!("entry {i} about {}", ["apples", "boats", "clouds"][i % 3]);
+        let mut stored = fragment(i as u64 + 1, &access(), &text, Some(v), "emb-1");
+        stored.fragment.granularity = if i.is_multiple_of(10) {
+            Granularity::Fact
+        } else if i.is_multiple_of(3) {
+            Granularity::Episode
+        } else {
+            Granularity::RawTurn
+        };
+        feed.put(stored);
+    }
+    feed
+}
+
+fn fact_ids(index: &HybridIndex, text: Option<&str>, vector: Option<&[f32]>) -> Vec<u64> {
+    let query = Query {
+        vector,
+        text,
+        k: 100,
+        granularities: &[Granularity::Fact],
+    };
+    let mut ids: Vec<u64> = index
+        .search(&query, &filter())
+        .unwrap()
+        .iter()
+        .map(|h| h.id.0)
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn granularity_postings_survive_a_snapshot_and_follow_the_feed() {
+    for (name, make) in backends_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let feed = mixed_feed(60);
+        let facts: Vec<u64> = (0..60).step_by(10).map(|i| i as u64 + 1).collect();
+        let q = vec![0.2; DIM];
+        let (index, _) = open(dir.path(), make, Some("emb-1"), &feed);
+        assert_eq!(fact_ids(&index, None, Some(&q)), facts, "{name}");
+        assert_eq!(fact_ids(&index, Some("entry"), None), facts, "{name}");
+        let episodes = index.admitted_in(&filter(), &[Granularity::Episode]).len();
+        assert_eq!(episodes, 18, "{name}");
+        drop(index);
+
+        let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+        assert!(report.restored, "{name}: {:?}", report.rebuild_reason);
+        assert_eq!(fact_ids(&index, None, Some(&q)), facts, "{name}: restored");
+        assert_eq!(fact_ids(&index, Some("entry"), None), facts, "{name}");
+        assert_eq!(
+            index.admitted_in(&filter(), &[Granularity::Episode]).len(),
+            episodes
+        );
+        drop(index);
+
+        // While closed: fragment 2 is rewritten as a fact, fact 11 is deleted, fact 21 purged.
+        let mut rewritten = fragment(
+            2,
+            &access(),
+            "entry 1 about boats",
+            Some(vec![0.3; DIM]),
+            "emb-1",
+        );
+        rewritten.fragment.granularity = Granularity::Fact;
+        feed.put(rewritten);
+        feed.delete(11, 2_000);
+        feed.purge(21);
+        let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+        assert!(report.restored, "{name}");
+        let now = vec![1, 2, 31, 41, 51];
+        assert_eq!(fact_ids(&index, None, Some(&q)), now, "{name}: caught up");
+        assert_eq!(fact_ids(&index, Some("entry"), None), now, "{name}");
+        let raw = index.admitted_in(&filter(), &[Granularity::RawTurn]);
+        assert!(
+            !raw.contains(2),
+            "{name}: a rewritten fragment leaves its old list"
+        );
+        drop(index);
+        let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+        assert!(report.restored, "{name}");
+        assert_eq!(
+            fact_ids(&index, None, Some(&q)),
+            now,
+            "{name}: restored again"
+        );
+    }
+}
+
+#[test]
+fn a_snapshot_of_an_older_format_is_rebuilt() {
+    let (_, make) = backends_list()[0];
+    let dir = tempfile::tempdir().unwrap();
+    let feed = mixed_feed(30);
+    drop(open(dir.path(), make, Some("emb-1"), &feed));
+    let manifest = dir.path().join("current").join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let old = text.replacen("\"format\": 2", "\"format\": 1", 1);
+    assert_ne!(old, text, "the manifest names its format");
+    std::fs::write(&manifest, old).unwrap();
+    std::fs::remove_file(dir.path().join("current").join("granularity.bin")).unwrap();
+    let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+    assert!(!report.restored);
+    assert!(report.rebuild_reason.unwrap().contains("format"));
+    assert_eq!(index.admitted_in(&filter(), &[Granularity::Fact]).len(), 3);
 }

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use colmem_core::{ReadFilter, Scope, StoredFragment};
+use colmem_core::{Granularity, ReadFilter, Scope, StoredFragment};
 use colmem_index::{
     FlatIndex, HybridConfig, HybridIndex, LexicalIndex, MemoryBm25, PlannerConfig, Query, Strategy,
     VectorIndex,
@@ -78,15 +78,40 @@ fn access(i: usize) -> Access {
     }
 }
 
+/// Fragment `i`'s granularity: 1% facts (half of them in group "team"), about
+/// 14% episodes, 7% profiles, the rest raw turns.
+fn granularity(i: usize) -> Granularity {
+    if i.is_multiple_of(200) || i % 200 == 7 {
+        Granularity::Fact
+    } else if i % 7 == 3 {
+        Granularity::Episode
+    } else if i % 13 == 4 {
+        Granularity::Profile
+    } else {
+        Granularity::RawTurn
+    }
+}
+
 fn corpus() -> &'static Vec<StoredFragment> {
     static CORPUS: OnceLock<Vec<StoredFragment>> = OnceLock::new();
     CORPUS.get_or_init(|| {
         clustered(N, DIM, 24, 11)
             .into_iter()
             .enumerate()
-            .map(|(i, v)| fragment(i as u64 + 1, &access(i), &text(i), Some(v), "test-embedder"))
+            .map(|(i, v)| {
+                let mut stored =
+                    fragment(i as u64 + 1, &access(i), &text(i), Some(v), "test-embedder");
+                stored.fragment.granularity = granularity(i);
+                stored
+            })
             .collect()
     })
+}
+
+/// Whether `stored` is admitted by `filter` and has one of `granularities` (empty: any).
+fn in_scope(stored: &StoredFragment, filter: &ReadFilter, granularities: &[Granularity]) -> bool {
+    filter.admits(&stored.fragment.meta())
+        && (granularities.is_empty() || granularities.contains(&stored.fragment.granularity))
 }
 
 /// The readers, each with the share of the corpus its filter admits.
@@ -237,6 +262,7 @@ fn check_recall_at_least(
                         vector: Some(q),
                         text: None,
                         k: K,
+                        granularities: &[],
                     },
                     &filter,
                 )
@@ -392,6 +418,7 @@ fn filtered_bm25_returns_the_exact_filtered_top_k() {
                             vector: None,
                             text: Some(words),
                             k: K,
+                            granularities: &[],
                         },
                         &filter,
                     )
@@ -446,6 +473,7 @@ fn hybrid_results_fuse_ranks_and_explain_them() {
                     vector: Some(&vector),
                     text: Some(&words),
                     k: K,
+                    granularities: &[],
                 },
                 filter,
             )
@@ -478,6 +506,7 @@ fn hybrid_results_fuse_ranks_and_explain_them() {
                     vector: Some(&vector),
                     text: None,
                     k: K,
+                    granularities: &[],
                 },
                 filter,
             )
@@ -501,7 +530,8 @@ fn a_query_needs_a_signal_and_an_empty_filter_returns_nothing() {
                 &Query {
                     vector: None,
                     text: None,
-                    k: 3
+                    k: 3,
+                    granularities: &[],
                 },
                 filter
             )
@@ -515,7 +545,8 @@ fn a_query_needs_a_signal_and_an_empty_filter_returns_nothing() {
                 &Query {
                     vector: Some(&q),
                     text: None,
-                    k: 3
+                    k: 3,
+                    granularities: &[],
                 },
                 &nobody
             )
@@ -545,7 +576,7 @@ proptest! {
     #[test]
     fn nothing_outside_the_filter_is_ever_returned(
         u in 0usize..4, a in 0usize..5, agents in 0u8..32, resources in 0u8..4, groups in 0u8..4,
-        q in 0usize..N, words in 0usize..16, k in 1usize..40,
+        q in 0usize..N, words in 0usize..16, k in 1usize..40, kinds in 0u8..32,
     ) {
         let users = [user("u-fill"), user("u-mid"), user("u-tiny"), user("u-other")];
         let all_agents = [agent("a-team"), agent("a-mid"), agent("a-tiny"), agent("a-one"), agent("a-fill")];
@@ -558,16 +589,161 @@ proptest! {
             &pick(groups, 2).map(|i| [group("team"), group("mid")][i]).collect::<Vec<_>>(),
             10_000,
         );
+        let granularities: Vec<Granularity> = pick(kinds, 5).map(|i| Granularity::ALL[i]).collect();
         let records = corpus();
         let vector = records[q].embedding.as_ref().unwrap().vector.clone();
         let index = shared_hybrid();
-        let hits = index
-            .search(&Query { vector: Some(&vector), text: Some(WORDS[words]), k }, &filter)
-            .unwrap();
-        let admitted = records.iter().filter(|r| filter.admits(&r.fragment.meta())).count();
+        let query = Query { vector: Some(&vector), text: Some(WORDS[words]), k, granularities: &granularities };
+        let hits = index.search(&query, &filter).unwrap();
+        let admitted = records.iter().filter(|r| in_scope(r, &filter, &granularities)).count();
+        prop_assert_eq!(index.admitted_in(&filter, &granularities).len(), admitted as u64);
         prop_assert_eq!(hits.len(), k.min(admitted));
         for hit in hits {
-            prop_assert!(filter.admits(&records[hit.id.0 as usize - 1].fragment.meta()));
+            prop_assert_eq!(hit.plan.admitted, admitted as u64);
+            prop_assert!(in_scope(&records[hit.id.0 as usize - 1], &filter, &granularities));
+        }
+    }
+}
+
+/// The exact top-k by cosine among fragments admitted by `filter` with one of `granularities`.
+fn oracle_in(query: &[f32], filter: &ReadFilter, granularities: &[Granularity]) -> Vec<u64> {
+    let mut scored: Vec<(f32, u64)> = corpus()
+        .iter()
+        .filter(|r| in_scope(r, filter, granularities))
+        .map(|r| {
+            let v = &r.embedding.as_ref().unwrap().vector;
+            (crate::support::cosine(query, v), r.fragment.id.0)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    scored.into_iter().take(K).map(|(_, id)| id).collect()
+}
+
+/// Narrowed to facts (1% of the corpus) under the 100% and 10% readers, every
+/// vector path returns the facts' true top-k: the narrowing is inside the search.
+fn check_granularity_recall(name: &str, index: &HybridIndex, floor: f64) {
+    let facts = [Granularity::Fact];
+    let queries = clustered(40, DIM, 24, 99);
+    for (label, filter, _) in readers().into_iter().take(2) {
+        let expected = corpus()
+            .iter()
+            .filter(|r| in_scope(r, &filter, &facts))
+            .count() as u64;
+        assert!(expected >= K as u64, "{name} {label}: {expected} facts");
+        assert_eq!(index.admitted_in(&filter, &facts).len(), expected);
+        assert_eq!(index.plan_in(&filter, &facts).admitted, expected);
+        let (mut found, mut wanted) = (0usize, 0usize);
+        for q in &queries {
+            let query = Query {
+                vector: Some(q),
+                text: None,
+                k: K,
+                granularities: &facts,
+            };
+            let hits = index.search(&query, &filter).unwrap();
+            let truth = oracle_in(q, &filter, &facts);
+            assert_eq!(hits.len(), K, "{name} {label}: a post-filter would starve");
+            for hit in &hits {
+                let record = &corpus()[hit.id.0 as usize - 1];
+                assert!(
+                    in_scope(record, &filter, &facts),
+                    "{name} {label}: {}",
+                    hit.id
+                );
+                assert_eq!(hit.plan.admitted, expected);
+            }
+            wanted += truth.len();
+            found += truth
+                .iter()
+                .filter(|id| hits.iter().any(|h| h.id.0 == **id))
+                .count();
+        }
+        let recall = found as f64 / wanted as f64;
+        assert!(
+            recall >= floor,
+            "{name} {label}: recall@10 {recall:.4} < {floor}"
+        );
+    }
+}
+
+#[test]
+fn a_rare_granularity_gets_its_exact_top_k_from_the_flat_index() {
+    let index = build(
+        Arc::new(FlatIndex::new(DIM)),
+        None,
+        PlannerConfig::default(),
+        corpus(),
+    );
+    check_granularity_recall("flat", &index, 1.0);
+}
+
+#[cfg(feature = "usearch")]
+#[test]
+fn a_rare_granularity_gets_its_top_k_from_every_hnsw_plan() {
+    use colmem_index::{HnswConfig, HnswIndex};
+    for (name, planner, floor) in [
+        ("planned", PlannerConfig::default(), 1.0),
+        ("scan", always_exact(), 1.0),
+        ("hnsw", always_hnsw(), 0.99),
+    ] {
+        let vector: Arc<dyn VectorIndex> =
+            Arc::new(HnswIndex::new(DIM, HnswConfig::default()).unwrap());
+        let index = build(vector, None, planner, corpus());
+        check_granularity_recall(name, &index, floor);
+        let (_, everyone, _) = &readers()[0];
+        let plan = index.plan_in(everyone, &[Granularity::Fact]);
+        if name == "planned" {
+            assert_eq!(
+                plan.strategy,
+                Strategy::ExactScan,
+                "a small narrowed set is scanned"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_rare_granularity_gets_its_exact_bm25_top_k() {
+    let records = corpus();
+    let facts = [Granularity::Fact];
+    for (name, lexical) in lexical_backends() {
+        let index = build(
+            Arc::new(FlatIndex::new(DIM)),
+            Some(lexical.clone()),
+            PlannerConfig::default(),
+            records,
+        );
+        for (label, filter, _) in readers().into_iter().take(2) {
+            for words in ["note", "garden budget", "river doctor concert"] {
+                let query = Query {
+                    vector: None,
+                    text: Some(words),
+                    k: K,
+                    granularities: &facts,
+                };
+                let hits = index.search(&query, &filter).unwrap();
+                let all = lexical.search(words, N, &colmem_index::Admit::All).unwrap();
+                let in_facts: Vec<&colmem_index::LexicalHit> = all
+                    .iter()
+                    .filter(|h| in_scope(&records[h.id as usize - 1], &filter, &facts))
+                    .collect();
+                let truth: Vec<u64> = in_facts.iter().take(K).map(|h| h.id).collect();
+                assert_eq!(hits.len(), truth.len(), "{name} {label} {words}");
+                assert!(!hits.is_empty(), "{name} {label} {words}: no fact matched");
+                for hit in &hits {
+                    let record = &records[hit.id.0 as usize - 1];
+                    assert!(in_scope(record, &filter, &facts), "{name} {label} {words}");
+                }
+                // Equal BM25 scores may order differently at the cut: compare scores.
+                let got: Vec<f32> = hits.iter().map(|h| h.lexical.unwrap().score).collect();
+                let want: Vec<f32> = in_facts.iter().take(K).map(|h| h.score).collect();
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+                        "{name} {label} {words}: {got:?} vs {want:?}"
+                    );
+                }
+            }
         }
     }
 }
