@@ -106,7 +106,8 @@ fn conformance_in_memory() {
             })
             .unwrap(),
         )
-    });
+    })
+    .unwrap();
 }
 
 #[cfg(feature = "conformance")]
@@ -129,5 +130,6 @@ fn conformance_on_disk() {
             )
             .unwrap(),
         )
-    });
+    })
+    .unwrap();
 }
