@@ -3,7 +3,8 @@
 //! The clause text depends only on the shape of the request (the view, which
 //! optional narrowings are present); every value — user, agent, times, and the
 //! sets `A(u,t)`, `R(a,t)`, `G(a,t)` as JSON arrays — is a bound parameter. The
-//! clause mirrors [`ReadFilter::admits`] condition by condition; the conformance
+//! clause mirrors [`ReadFilter::admits`] condition by condition: rule 1 on each
+//! fragment, rules 2–4 on its access class (see the schema); the conformance
 //! suite checks the two agree.
 
 use colmem_core::{PrincipalId, ReadFilter, View};
@@ -33,16 +34,53 @@ fn names_json<T: PrincipalId>(ids: Vec<T>) -> Result<String> {
     crate::codec::json(&names)
 }
 
-/// Appends the WHERE clause (without the keyword) for `filter` and `query` to `sql`.
-pub(crate) fn push_where(sql: &mut Sql, filter: &ReadFilter, query: &ListQuery) -> Result<()> {
-    let now = sql.bind(ts(filter.now()));
-    let user = sql.bind(filter.user().as_str().to_owned());
-    let agent = sql.bind(filter.agent().as_str().to_owned());
-    let groups = sql.bind(names_json(filter.groups().to_sorted_vec())?);
-    let agents = sql.bind(names_json(filter.agents().to_sorted_vec())?);
-    let resources = sql.bind(names_json(filter.resources().to_sorted_vec())?);
+/// The bound values of the read rule's scope and principal conditions.
+struct Principals {
+    user: String,
+    agent: String,
+    groups: String,
+    agents: String,
+    resources: String,
+}
 
-    // Rule 1: recorded by now, not deleted by now, and the version the view asks for.
+impl Principals {
+    fn bind(sql: &mut Sql, filter: &ReadFilter) -> Result<Self> {
+        Ok(Principals {
+            user: sql.bind(filter.user().as_str().to_owned()),
+            agent: sql.bind(filter.agent().as_str().to_owned()),
+            groups: sql.bind(names_json(filter.groups().to_sorted_vec())?),
+            agents: sql.bind(names_json(filter.agents().to_sorted_vec())?),
+            resources: sql.bind(names_json(filter.resources().to_sorted_vec())?),
+        })
+    }
+
+    /// Rules 2–4 on one access class `c`: the scope admits the reader, and the
+    /// reader may use every agent's work and every resource the class holds.
+    fn class_rule(&self) -> String {
+        let Principals {
+            user,
+            agent,
+            groups,
+            agents,
+            resources,
+        } = self;
+        format!(
+            "(c.scope = 'global' \
+              OR (c.scope = 'user' AND c.owner = {user}) \
+              OR (c.scope = 'agent' AND c.owner = {user} \
+                  AND EXISTS (SELECT 1 FROM json_each(c.agents) WHERE value = {agent})) \
+              OR (c.scope = 'group' AND c.scope_group IN (SELECT value FROM json_each({groups})))) \
+             AND NOT EXISTS (SELECT 1 FROM json_each(c.agents) \
+                  WHERE value NOT IN (SELECT value FROM json_each({agents}))) \
+             AND NOT EXISTS (SELECT 1 FROM json_each(c.resources) \
+                  WHERE value NOT IN (SELECT value FROM json_each({resources})))"
+        )
+    }
+}
+
+/// Rule 1 on fragment `f`: recorded by `now`, not deleted by `now`, and the
+/// version the view asks for.
+fn version_rule(sql: &mut Sql, filter: &ReadFilter, now: &str) -> String {
     let version = match filter.view() {
         View::Current => format!("(f.superseded_at IS NULL OR f.superseded_at > {now})"),
         View::RecordAsOf(r) => {
@@ -55,20 +93,29 @@ pub(crate) fn push_where(sql: &mut Sql, filter: &ReadFilter, query: &ListQuery) 
         }
         View::AllVersions => "1".to_owned(),
     };
-    sql.text.push_str(&format!(
-        "f.created_at <= {now} AND (f.deleted_at IS NULL OR f.deleted_at > {now}) AND {version} \
-         AND (f.scope = 'global' \
-              OR (f.scope = 'user' AND f.user = {user}) \
-              OR (f.scope = 'agent' AND f.user = {user} AND EXISTS \
-                  (SELECT 1 FROM fragment_agents fa WHERE fa.fragment = f.id AND fa.agent = {agent})) \
-              OR (f.scope = 'group' AND f.scope_group IN (SELECT value FROM json_each({groups})))) \
-         AND NOT EXISTS (SELECT 1 FROM fragment_agents fa WHERE fa.fragment = f.id \
-              AND fa.agent NOT IN (SELECT value FROM json_each({agents}))) \
-         AND NOT EXISTS (SELECT 1 FROM fragment_resources fr WHERE fr.fragment = f.id \
-              AND fr.resource NOT IN (SELECT value FROM json_each({resources})))"
-    ));
+    format!(
+        "f.created_at <= {now} AND (f.deleted_at IS NULL OR f.deleted_at > {now}) AND {version}"
+    )
+}
 
-    // Narrowings the caller asked for; they can only remove rows.
+/// Appends the WHERE clause (without the keyword) for `filter` and `query` to `sql`.
+///
+/// Rules 2–4 are evaluated once per access class, in a subquery the planner
+/// runs once; each fragment then only needs its class looked up.
+pub(crate) fn push_where(sql: &mut Sql, filter: &ReadFilter, query: &ListQuery) -> Result<()> {
+    let now = sql.bind(ts(filter.now()));
+    let principals = Principals::bind(sql, filter)?;
+    let version = version_rule(sql, filter, &now);
+    sql.text.push_str(&format!(
+        "{version} AND f.class IN (SELECT c.id FROM access_classes c WHERE {})",
+        principals.class_rule()
+    ));
+    push_narrowings(sql, query);
+    Ok(())
+}
+
+/// Narrowings the caller asked for; they can only remove rows.
+fn push_narrowings(sql: &mut Sql, query: &ListQuery) {
     if let Some(key) = &query.key {
         let key = sql.bind(key.clone());
         sql.text.push_str(&format!(" AND f.key = {key}"));
@@ -85,7 +132,44 @@ pub(crate) fn push_where(sql: &mut Sql, filter: &ReadFilter, query: &ListQuery) 
         };
         sql.text.push_str(&format!(" AND f.id {op} {after}"));
     }
-    Ok(())
+}
+
+/// A statement returning one row, one column: how many fragments `filter` admits under `query`.
+///
+/// The current view without narrowings adds the admitted classes' `live`
+/// counters (fragments neither superseded nor deleted), plus the versions closed
+/// or deleted after the reader's "now" that it still sees, found through their
+/// partial indexes. That is exact when no admitted class holds a fragment
+/// recorded after "now" (`newest`); otherwise, and for every other request, the
+/// statement counts the rows that [`push_where`] admits.
+pub(crate) fn count_sql(filter: &ReadFilter, query: &ListQuery) -> Result<Sql> {
+    let counters_apply = filter.view() == View::Current
+        && query.key.is_none()
+        && query.granularity.is_none()
+        && query.after.is_none();
+    let mut sql = Sql::default();
+    if !counters_apply {
+        sql.text.push_str("SELECT count(*) FROM fragments f WHERE ");
+        push_where(&mut sql, filter, query)?;
+        return Ok(sql);
+    }
+    let now = sql.bind(ts(filter.now()));
+    let principals = Principals::bind(&mut sql, filter)?;
+    let version = version_rule(&mut sql, filter, &now);
+    sql.text.push_str(&format!(
+        "WITH admitted AS MATERIALIZED \
+             (SELECT c.id, c.live, c.newest FROM access_classes c WHERE {rule}) \
+         SELECT CASE WHEN coalesce((SELECT max(newest) FROM admitted), {now}) <= {now} \
+         THEN (SELECT coalesce(sum(live), 0) FROM admitted) \
+            + (SELECT count(*) FROM fragments f \
+               WHERE f.id IN (SELECT id FROM fragments WHERE superseded_at > {now} \
+                              UNION SELECT id FROM fragments WHERE deleted_at > {now}) \
+                 AND f.class IN (SELECT id FROM admitted) AND {version}) \
+         ELSE (SELECT count(*) FROM fragments f \
+               WHERE f.class IN (SELECT id FROM admitted) AND {version}) END",
+        rule = principals.class_rule()
+    ));
+    Ok(sql)
 }
 
 /// Appends `ORDER BY` and `LIMIT` for `query`.

@@ -130,6 +130,81 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX card_edges_dst ON card_edges (dst);
     "#,
+    // 3: access classes. The read rule's scope and principal conditions depend
+    // only on (scope, group, owner, agents, resources), which never change after
+    // the write; fragments that share them share a class, so a read evaluates the
+    // rule once per class (a few thousand rows) instead of once per fragment.
+    // `live` counts the class's fragments that are neither superseded nor deleted
+    // and `newest` is the latest record time ever written to it: a count of the current view adds
+    // counters instead of scanning. Triggers keep both exact on every write path.
+    r#"
+    CREATE TABLE access_classes (
+        id          INTEGER PRIMARY KEY,
+        signature   TEXT NOT NULL UNIQUE,
+        scope       TEXT NOT NULL,
+        scope_group TEXT,
+        owner       TEXT,
+        agents      TEXT NOT NULL,
+        resources   TEXT NOT NULL,
+        live        INTEGER NOT NULL DEFAULT 0,
+        newest      INTEGER
+    );
+    -- Written once by the insert; a trigger below keeps it (no foreign key, so
+    -- that the column can be dropped again to rebuild a class table).
+    ALTER TABLE fragments ADD COLUMN class INTEGER;
+    -- Versions closed or deleted after a reader's "now" are the only ones a
+    -- counter-based count must look at one by one; these stay small.
+    CREATE INDEX fragments_superseded ON fragments (superseded_at) WHERE superseded_at IS NOT NULL;
+    CREATE INDEX fragments_deleted ON fragments (deleted_at) WHERE deleted_at IS NOT NULL;
+
+    CREATE TEMP TABLE class_of AS
+    SELECT id AS fragment,
+           json_array(scope, scope_group, owner, json(agents), json(resources)) AS signature,
+           scope, scope_group, owner, agents, resources
+    FROM (SELECT f.id, f.scope, f.scope_group,
+                 CASE WHEN f.scope IN ('user', 'agent') THEN f.user END AS owner,
+                 (SELECT json_group_array(agent) FROM
+                    (SELECT agent FROM fragment_agents WHERE fragment = f.id ORDER BY agent)) AS agents,
+                 (SELECT json_group_array(resource) FROM
+                    (SELECT resource FROM fragment_resources WHERE fragment = f.id ORDER BY resource)) AS resources
+          FROM fragments f);
+    INSERT OR IGNORE INTO access_classes (signature, scope, scope_group, owner, agents, resources)
+    SELECT signature, scope, scope_group, owner, agents, resources FROM class_of ORDER BY fragment;
+    UPDATE fragments SET class = c.id
+    FROM class_of o JOIN access_classes c ON c.signature = o.signature
+    WHERE fragments.id = o.fragment;
+    DROP TABLE temp.class_of;
+    UPDATE access_classes SET
+        live = (SELECT count(*) FROM fragments f WHERE f.class = access_classes.id
+                AND f.superseded_at IS NULL AND f.deleted_at IS NULL),
+        newest = (SELECT max(f.created_at) FROM fragments f WHERE f.class = access_classes.id);
+
+    CREATE TRIGGER access_classes_immutable
+    BEFORE UPDATE OF signature, scope, scope_group, owner, agents, resources ON access_classes
+    BEGIN SELECT RAISE(ABORT, 'an access class is immutable'); END;
+    CREATE TRIGGER fragments_class_immutable
+    BEFORE UPDATE OF class, scope, scope_group ON fragments
+    BEGIN SELECT RAISE(ABORT, 'the scope and access class of a fragment are immutable'); END;
+    CREATE TRIGGER fragments_count_insert AFTER INSERT ON fragments
+    BEGIN
+        UPDATE access_classes SET
+            live = live + (NEW.superseded_at IS NULL AND NEW.deleted_at IS NULL),
+            newest = coalesce(max(newest, NEW.created_at), NEW.created_at)
+        WHERE id = NEW.class;
+    END;
+    CREATE TRIGGER fragments_count_update AFTER UPDATE OF superseded_at, deleted_at ON fragments
+    BEGIN
+        UPDATE access_classes SET
+            live = live - (OLD.superseded_at IS NULL AND OLD.deleted_at IS NULL)
+                        + (NEW.superseded_at IS NULL AND NEW.deleted_at IS NULL)
+        WHERE id = NEW.class;
+    END;
+    CREATE TRIGGER fragments_count_delete AFTER DELETE ON fragments
+    BEGIN
+        UPDATE access_classes SET live = live - (OLD.superseded_at IS NULL AND OLD.deleted_at IS NULL)
+        WHERE id = OLD.class;
+    END;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -6,6 +6,7 @@
 //! answers are retried with jittered exponential backoff up to
 //! [`StoreConfig::busy_deadline`], then reported as [`Error::Busy`].
 
+use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::io::Read;
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use colmem_core::{
     AccessEvent, AgentId, AuditEntry, AuditEvent, CardEdge, CardFields, Change, ChangeFeed,
     ChangeOp, Clock, Digest, Embedding, FeedError, Fragment, FragmentId, Granularity, NewFragment,
-    ReadFilter, StoredFragment, SystemClock, Timestamp, UserId, Validity,
+    ReadFilter, Scope, StoredFragment, SystemClock, Timestamp, UserId, Validity,
 };
 use rusqlite::{
     CachedStatement, Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
@@ -28,7 +29,7 @@ use crate::codec::{
     self, FRAGMENT_COLUMNS, FRAGMENT_FROM, fragment_from_row, fragment_id, id_param, json, ts,
 };
 use crate::error::{Error, Result};
-use crate::read_sql::{Sql, push_order_limit, push_where};
+use crate::read_sql::{Sql, count_sql, push_order_limit, push_where};
 use crate::schema::{self, SCHEMA_VERSION};
 use crate::store::{
     CardRecord, CardWrite, Delete, FragmentStore, Interaction, ListQuery, Purge, ReadRecord,
@@ -602,8 +603,22 @@ fn batch_digest(
     Digest(*h.finalize().as_bytes())
 }
 
-/// The statements that insert a fragment, prepared once per transaction.
+/// What makes a fragment's access class: scope, group, owner (for user and
+/// agent scope) and the sorted agents and resources as JSON arrays.
+type ClassKey = (
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+    String,
+    String,
+);
+
+/// The statements that insert a fragment, prepared once per transaction, and
+/// the access classes this transaction has already looked up.
 struct Inserter<'t> {
+    class_find: CachedStatement<'t>,
+    class_add: CachedStatement<'t>,
+    classes: HashMap<ClassKey, i64>,
     fragment: CachedStatement<'t>,
     agent: CachedStatement<'t>,
     resource: CachedStatement<'t>,
@@ -616,10 +631,20 @@ struct Inserter<'t> {
 impl<'t> Inserter<'t> {
     fn new(tx: &'t Transaction<'_>) -> Result<Self> {
         Ok(Inserter {
+            class_find: tx.prepare_cached(
+                "SELECT id FROM access_classes \
+                 WHERE signature = json_array(?1, ?2, ?3, json(?4), json(?5))",
+            )?,
+            class_add: tx.prepare_cached(
+                "INSERT INTO access_classes (signature, scope, scope_group, owner, agents, resources) \
+                 VALUES (json_array(?1, ?2, ?3, json(?4), json(?5)), ?1, ?2, ?3, json(?4), json(?5)) \
+                 RETURNING id",
+            )?,
+            classes: HashMap::new(),
             fragment: tx.prepare_cached(
                 "INSERT INTO fragments (key, content, granularity, kind, scope, scope_group, \
-                 valid_from, valid_until, keywords, user, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
+                 valid_from, valid_until, keywords, user, created_at, class) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
             )?,
             agent: tx
                 .prepare_cached("INSERT INTO fragment_agents (fragment, agent) VALUES (?1, ?2)")?,
@@ -639,8 +664,35 @@ impl<'t> Inserter<'t> {
         })
     }
 
+    /// The id of `f`'s access class, created on first use.
+    fn class(&mut self, f: &NewFragment) -> Result<i64> {
+        let (scope, group) = codec::scope_columns(f.scope);
+        let owner =
+            matches!(f.scope, Scope::User | Scope::Agent).then(|| f.provenance.user.as_str());
+        let mut agents: Vec<&str> = f.provenance.agents.iter().map(|a| a.as_str()).collect();
+        agents.sort_unstable();
+        let mut resources: Vec<&str> = f.provenance.resources.iter().map(|r| r.as_str()).collect();
+        resources.sort_unstable();
+        let key: ClassKey = (scope, group, owner, json(&agents)?, json(&resources)?);
+        if let Some(&id) = self.classes.get(&key) {
+            return Ok(id);
+        }
+        let values = params![key.0, key.1, key.2, key.3, key.4];
+        let found: Option<i64> = self
+            .class_find
+            .query_row(values, |row| row.get(0))
+            .optional()?;
+        let id = match found {
+            Some(id) => id,
+            None => self.class_add.query_row(values, |row| row.get(0))?,
+        };
+        self.classes.insert(key, id);
+        Ok(id)
+    }
+
     /// Inserts `f` with its provenance, embedding and `Put` change; returns its id.
     fn insert(&mut self, f: &NewFragment) -> Result<FragmentId> {
+        let class = self.class(f)?;
         let (scope, group) = codec::scope_columns(f.scope);
         let raw: i64 = self.fragment.query_row(
             params![
@@ -655,6 +707,7 @@ impl<'t> Inserter<'t> {
                 json(&f.keywords)?,
                 f.provenance.user.as_str(),
                 ts(f.provenance.created_at),
+                class,
             ],
             |row| row.get(0),
         )?;
@@ -881,11 +934,7 @@ impl FragmentStore for SqliteStore {
     }
 
     fn count(&self, filter: &ReadFilter, query: &ListQuery) -> Result<u64> {
-        let mut sql = Sql {
-            text: "SELECT count(*) FROM fragments f WHERE ".to_owned(),
-            params: Vec::new(),
-        };
-        push_where(&mut sql, filter, query)?;
+        let sql = count_sql(filter, query)?;
         self.read(|conn| {
             let n: i64 = conn
                 .prepare_cached(&sql.text)?

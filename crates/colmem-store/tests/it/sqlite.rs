@@ -37,6 +37,18 @@ fn provenance_columns_refuse_raw_updates() {
             "{sql}: {err}"
         );
     }
+    // Who may read a fragment is fixed at the write too: its scope and access class.
+    for sql in [
+        "UPDATE fragments SET scope = 'global'",
+        "UPDATE fragments SET class = class + 1",
+    ] {
+        let err = raw.execute(sql, []).unwrap_err();
+        assert!(err.to_string().contains("immutable"), "{sql}: {err}");
+    }
+    let err = raw
+        .execute("UPDATE access_classes SET scope = 'global'", [])
+        .unwrap_err();
+    assert!(err.to_string().contains("immutable"), "{err}");
     // Columns that are not provenance may change (the store itself stamps them).
     raw.execute("UPDATE fragments SET keywords = '[\"k\"]'", [])
         .unwrap();
@@ -125,14 +137,37 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
             .unwrap()
             .ids[0]
     };
-    // Turn the file into a version-1 store: version 2 added the cards tables.
+    // Turn the file into a version-1 store: version 3 added the access classes,
+    // version 2 the cards tables.
     Connection::open(&path)
         .unwrap()
-        .execute_batch("DROP TABLE card_edges; DROP TABLE cards; DELETE FROM schema_version WHERE version = 2;")
+        .execute_batch(
+            "DROP TRIGGER fragments_count_insert; DROP TRIGGER fragments_count_update; \
+             DROP TRIGGER fragments_count_delete; DROP TRIGGER fragments_class_immutable; \
+             DROP TRIGGER access_classes_immutable; DROP INDEX fragments_superseded; \
+             DROP INDEX fragments_deleted; ALTER TABLE fragments DROP COLUMN class; \
+             DROP TABLE access_classes; \
+             DROP TABLE card_edges; DROP TABLE cards; DELETE FROM schema_version WHERE version >= 2;",
+        )
         .unwrap();
     let store = open(&path);
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     assert_eq!(store.get(id).unwrap().content, "from version 1");
+    // The upgrade gave the old fragment its access class and counted it, and a
+    // new fragment of the same shape joins that class rather than a copy of it.
+    let current = everything().with_view(colmem_core::View::Current);
+    let all = colmem_store::ListQuery::default();
+    assert_eq!(store.count(&current, &all).unwrap(), 1);
+    store
+        .write(&interaction(vec![fact("from version 3")]))
+        .unwrap();
+    assert_eq!(store.count(&current, &all).unwrap(), 2);
+    assert_eq!(store.count(&everything(), &all).unwrap(), 2);
+    let classes: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM access_classes", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(classes, 1);
     let card = CardWrite {
         user: super::user(),
         agent: super::agent(),
