@@ -1,0 +1,5 @@
+//! Integration tests of colmem-collab (one test binary).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod coordinator;
+mod loopback;
