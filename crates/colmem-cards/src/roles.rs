@@ -180,6 +180,9 @@ impl Reflector for OfflineReflector {
     }
 }
 
+/// Successes grouped by aggregation: their choices, their keywords, the members.
+type Group<'a> = (Vec<(String, String)>, BTreeSet<String>, Vec<&'a Trajectory>);
+
 /// Offline aggregation: one strategy card per group of successes that made the same
 /// uncertain choices on overlapping tasks (keyword Jaccard at least `overlap`).
 #[derive(Clone, Copy, Debug)]
@@ -196,9 +199,7 @@ impl Default for OfflineAggregator {
 
 impl Aggregator for OfflineAggregator {
     fn aggregate(&self, successes: &[&Trajectory]) -> Result<Vec<CardDraft>> {
-        // (choices, keywords, members)
-        let mut groups: Vec<(Vec<(String, String)>, BTreeSet<String>, Vec<&Trajectory>)> =
-            Vec::new();
+        let mut groups: Vec<Group<'_>> = Vec::new();
         for t in successes
             .iter()
             .filter(|t| t.outcome.success && !t.outcome.infrastructure_error)

@@ -1,0 +1,190 @@
+//! The bank end to end over SQLite: learning changes later compositions, merges stay
+//! bounded, uninformative failures teach nothing, and reads follow time.
+
+use colmem_cards::{BankConfig, Budget, CardBounds, Form, TaskContext};
+use colmem_core::CardSign;
+
+use crate::{World, trajectory};
+
+const CRATES: &str =
+    "A warehouse holds 17 parcels and each crate carries 5 parcels. How many crates are needed?";
+
+#[test]
+fn a_failure_becomes_a_warning_that_later_compositions_show() {
+    let world = World::new(BankConfig::default());
+    let task = TaskContext::new(
+        "A depot holds 23 parcels and each crate carries 4 parcels. How many crates are needed?",
+    );
+    let filter = world.graph.compile(&world.ctx()).unwrap();
+    let before = world
+        .bank
+        .compose(&filter, &task, &Budget::new(300))
+        .unwrap();
+    assert!(before.cards.is_empty());
+    assert_eq!(before.text, "");
+
+    let report = world.learn(&[trajectory("t1", CRATES, "floor", "ceil", false)]);
+    assert_eq!(report.reflections.len(), 1);
+    assert_eq!(report.written.len(), 1);
+    assert_eq!(
+        report.reflections[0].wrong_behaviour,
+        "chose rounding=floor"
+    );
+
+    let filter = world.graph.compile(&world.ctx()).unwrap();
+    let after = world
+        .bank
+        .compose(&filter, &task, &Budget::new(300))
+        .unwrap();
+    assert_eq!(after.cards.len(), 1);
+    assert_eq!(after.cards[0].sign, CardSign::Negative);
+    assert!(
+        after
+            .text
+            .contains("Avoid: avoid rounding=floor; use rounding=ceil instead"),
+        "{}",
+        after.text
+    );
+    assert!(after.report.tokens_used <= 300);
+}
+
+#[test]
+fn uninformative_failures_are_rejected() {
+    let world = World::new(BankConfig::default());
+    let mut infra = trajectory("t1", CRATES, "floor", "ceil", false);
+    infra.outcome.infrastructure_error = true;
+    let mut empty = trajectory("t2", CRATES, "floor", "ceil", false);
+    empty.steps.clear();
+    let mut no_choice = trajectory("t3", CRATES, "floor", "ceil", false);
+    no_choice.steps.truncate(1);
+    let report = world.learn(&[infra, empty, no_choice]);
+    assert_eq!(report.rejected, 3);
+    assert!(report.written.is_empty());
+}
+
+#[test]
+fn merges_keep_cards_bounded_however_long_the_run() {
+    let bounds = CardBounds::default();
+    let world = World::new(BankConfig::default());
+    for i in 0..30 {
+        let task = format!(
+            "A warehouse holds {} parcels and each crate carries {} parcels. How many crates are needed for shipment {i}?",
+            10 + i,
+            3 + i % 4
+        );
+        world.learn(&[trajectory(&format!("t{i}"), &task, "floor", "ceil", false)]);
+    }
+    let filter = world.graph.compile(&world.ctx()).unwrap();
+    let cards = world.bank.visible_cards(&filter).unwrap();
+    assert!(!cards.is_empty());
+    assert!(
+        cards.len() < 10,
+        "near-duplicates were not merged: {} cards",
+        cards.len()
+    );
+    for card in &cards {
+        assert!(card.length() <= bounds.max_length());
+        assert!(card.sources.len() <= bounds.sources);
+        assert!(card.triggers.len() <= bounds.triggers);
+    }
+    assert!(
+        cards.iter().any(|c| c.sources.len() > 1),
+        "no card was merged"
+    );
+    assert!(
+        cards
+            .iter()
+            .any(|c| c.fragment.provenance.source.parents.len() == 1)
+    );
+}
+
+#[test]
+fn contradicting_cards_are_linked_and_never_composed_together() {
+    let world = World::new(BankConfig::default());
+    world.learn(&[
+        trajectory("t1", CRATES, "floor", "ceil", false),
+        trajectory(
+            "t2",
+            "A warehouse holds 17 parcels and each crate carries 5 parcels. How many crates are full?",
+            "floor",
+            "ceil",
+            true,
+        ),
+    ]);
+    let filter = world.graph.compile(&world.ctx()).unwrap();
+    let cards = world.bank.visible_cards(&filter).unwrap();
+    assert_eq!(cards.len(), 2);
+    let ids: Vec<_> = cards.iter().map(|c| c.id).collect();
+    let edges = world.store_edges(&ids);
+    assert!(
+        edges
+            .iter()
+            .any(|e| e.relation == colmem_core::CardRelation::Conflicts)
+    );
+    let composed = world
+        .bank
+        .compose(&filter, &TaskContext::new(CRATES), &Budget::new(400))
+        .unwrap();
+    assert_eq!(composed.cards.len(), 1, "{:?}", composed.report);
+    assert_eq!(composed.report.pruned.len(), 1);
+}
+
+#[test]
+fn a_small_budget_falls_back_to_compact_forms_and_skips_what_does_not_fit() {
+    let world = World::new(BankConfig::default());
+    world.learn(&[trajectory("t1", CRATES, "floor", "ceil", false)]);
+    let filter = world.graph.compile(&world.ctx()).unwrap();
+    let task = TaskContext::new(CRATES);
+    let full = world
+        .bank
+        .compose(&filter, &task, &Budget::new(400))
+        .unwrap();
+    assert_eq!(full.cards[0].form, Form::Full);
+    let compact_budget = Budget {
+        tokens: 40,
+        planner: 0.0,
+        executor: 1.0,
+        evaluator: 0.0,
+    };
+    let compact = world.bank.compose(&filter, &task, &compact_budget).unwrap();
+    assert_eq!(compact.cards.len(), 1);
+    assert_eq!(compact.cards[0].form, Form::Compact);
+    assert!(compact.report.tokens_used <= 40);
+    let none = world.bank.compose(&filter, &task, &Budget::new(5)).unwrap();
+    assert!(none.cards.is_empty());
+    assert_eq!(none.report.skipped.len(), 1);
+    assert_eq!(none.report.tokens_used, 0);
+}
+
+#[test]
+fn a_task_never_sees_cards_written_after_it() {
+    let world = World::new(BankConfig::default());
+    let early = world.graph.compile(&world.ctx()).unwrap();
+    world.learn(&[trajectory("t1", CRATES, "floor", "ceil", false)]);
+    let task = TaskContext::new(CRATES);
+    assert!(
+        world
+            .bank
+            .compose(&early, &task, &Budget::new(300))
+            .unwrap()
+            .cards
+            .is_empty()
+    );
+    let late = world.graph.compile(&world.ctx()).unwrap();
+    assert_eq!(
+        world
+            .bank
+            .compose(&late, &task, &Budget::new(300))
+            .unwrap()
+            .cards
+            .len(),
+        1
+    );
+}
+
+impl World {
+    fn store_edges(&self, ids: &[colmem_core::FragmentId]) -> Vec<colmem_core::CardEdge> {
+        use colmem_store::FragmentStore;
+        self.store.card_edges(ids).unwrap()
+    }
+}
