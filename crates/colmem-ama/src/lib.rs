@@ -20,7 +20,7 @@ pub mod change;
 pub mod constructor;
 mod error;
 pub mod judge;
-
+pub mod llm;
 pub mod pipeline;
 pub mod refresher;
 pub mod retriever;
@@ -34,6 +34,7 @@ pub use constructor::{
 };
 pub use error::{Error, Result};
 pub use judge::{Conflict, ConflictReason, Judge, JudgeConfig, OfflineJudge, Relevance};
+pub use llm::{LlmAnswerer, LlmConstructor, LlmJudge, LlmRefresher, LlmRetriever, LlmRoleConfig};
 pub use pipeline::{
     Answered, Pipeline, PipelineConfig, Recall, RecallOptions, Recalled, Remembered, Roles,
     RoundKind, Stored, turn_key,
