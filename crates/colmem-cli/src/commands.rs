@@ -1,0 +1,833 @@
+//! Each command: parse its arguments into the facade's types, call the facade,
+//! print the result. No memory logic lives here.
+
+use std::io::{BufRead, BufWriter, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use colmem::{
+    AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation,
+    FragmentId, GroupId, GroupKind, Member, Memory, Origin, Principal, RecallOptions, ResourceId,
+    TaskContext, Timestamp, TurnInput, UserId, View, locomo,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use crate::exit::{self, invalid};
+use crate::table::Table;
+use crate::{
+    AuditCommand, CardsCommand, Cli, Command, GrantCommand, GroupKindArg, ImportCommand,
+    MemberEdge, Party, PrincipalCommand, PrincipalKind, RevokeCommand, ViewArgs,
+};
+
+/// The configuration file `init` writes: every section, commented out, at its default.
+const DEFAULT_CONFIG: &str = include_str!("default-config.toml");
+
+/// Runs one parsed command line.
+pub fn dispatch(cli: Cli) -> Result<ExitCode> {
+    match &cli.command {
+        Command::Init => init(&cli),
+        Command::Principal(PrincipalCommand::Add {
+            kind,
+            name,
+            group_kind,
+        }) => principal_add(&cli, *kind, name, *group_kind),
+        Command::Grant(grant) => grant_edge(&cli, grant),
+        Command::Revoke(revoke) => revoke_edge(&cli, revoke),
+        Command::Remember(args) => remember(&cli, args),
+        Command::Recall(args) => recall(&cli, args),
+        Command::Cards(CardsCommand::Compose {
+            party,
+            budget,
+            json,
+            task,
+        }) => compose_cards(&cli, party, *budget, *json, &task.join(" ")),
+        Command::Audit(audit) => audit_command(&cli, audit),
+        Command::Import(ImportCommand::Locomo { path, agent, limit }) => {
+            import_locomo(&cli, path, agent, *limit)
+        }
+        Command::Reindex => reindex(&cli),
+        Command::Explain(args) => explain(&cli, &args.party, &args.fragment, args.json),
+        Command::Export(args) => export(&cli, args.output.as_deref(), args.vectors),
+        Command::Backup(args) => backup(&cli, &args.dest),
+    }
+}
+
+fn config(cli: &Cli) -> Result<Config> {
+    Ok(match &cli.config {
+        Some(path) => Config::load_with_env(path, true)?,
+        None => Config::load_with_env(&cli.dir.join(CONFIG_FILE), false)?,
+    })
+}
+
+/// Opens the data directory for writing; it must have been initialised.
+fn open(cli: &Cli) -> Result<Memory> {
+    if !Memory::exists(&cli.dir) {
+        return Err(colmem::Error::NotInitialised {
+            dir: cli.dir.clone(),
+        }
+        .into());
+    }
+    Ok(Memory::open(&cli.dir, config(cli)?)?)
+}
+
+/// Opens the data directory for reading, beside any writer.
+fn open_read_only(cli: &Cli) -> Result<Memory> {
+    Ok(Memory::open_read_only(&cli.dir, config(cli)?)?)
+}
+
+fn user(name: &str) -> Result<UserId> {
+    Ok(UserId::new(name).map_err(colmem::Error::from)?)
+}
+
+fn agent(name: &str) -> Result<AgentId> {
+    Ok(AgentId::new(name).map_err(colmem::Error::from)?)
+}
+
+fn resource(name: &str) -> Result<ResourceId> {
+    Ok(ResourceId::new(name).map_err(colmem::Error::from)?)
+}
+
+fn group(name: &str) -> Result<GroupId> {
+    Ok(GroupId::new(name).map_err(colmem::Error::from)?)
+}
+
+fn time(text: &str) -> Result<Timestamp> {
+    Ok(Timestamp::parse(text).map_err(colmem::Error::from)?)
+}
+
+fn optional_time(text: Option<&String>) -> Result<Option<Timestamp>> {
+    text.map(|t| time(t)).transpose()
+}
+
+fn fragment_id(text: &str) -> Result<FragmentId> {
+    Ok(text.parse::<FragmentId>().map_err(colmem::Error::from)?)
+}
+
+fn session<'m>(memory: &'m Memory, party: &Party) -> Result<colmem::Session<'m>> {
+    Ok(memory.session(user(&party.user)?, agent(&party.agent)?)?)
+}
+
+fn print_json(value: &serde_json::Value) -> Result<()> {
+    println!("{}", serde_json::to_string(value)?);
+    Ok(())
+}
+
+fn init(cli: &Cli) -> Result<ExitCode> {
+    let existed = Memory::exists(&cli.dir);
+    let memory = Memory::open(&cli.dir, config(cli)?)?;
+    memory.flush()?;
+    let config_path = cli.dir.join(CONFIG_FILE);
+    if !config_path.exists() {
+        std::fs::write(&config_path, DEFAULT_CONFIG)
+            .with_context(|| format!("cannot write {}", config_path.display()))?;
+    }
+    if existed {
+        println!("{} is already a colmem data directory", cli.dir.display());
+    } else {
+        println!(
+            "initialised {} (store {}, configuration {})",
+            cli.dir.display(),
+            cli.dir.join(colmem::STORE_FILE).display(),
+            config_path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn principal_add(
+    cli: &Cli,
+    kind: PrincipalKind,
+    name: &str,
+    group_kind: GroupKindArg,
+) -> Result<ExitCode> {
+    let principal = match kind {
+        PrincipalKind::User => Principal::User(user(name)?),
+        PrincipalKind::Agent => Principal::Agent(agent(name)?),
+        PrincipalKind::Resource => Principal::Resource(resource(name)?),
+        PrincipalKind::Group => Principal::Group(
+            group(name)?,
+            match group_kind {
+                GroupKindArg::Crew => GroupKind::Crew,
+                GroupKindArg::Team => GroupKind::Team,
+                GroupKindArg::Department => GroupKind::Department,
+                GroupKindArg::Org => GroupKind::Org,
+            },
+        ),
+    };
+    let memory = open(cli)?;
+    let event = memory.admin().register(principal)?;
+    println!("registered {principal} at {}", event.at);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn member_edge(edge: &MemberEdge) -> Result<Edge> {
+    let member = match (&edge.agent, &edge.member_group) {
+        (Some(a), None) => Member::Agent(agent(a)?),
+        (None, Some(g)) => Member::Group(group(g)?),
+        _ => {
+            return Err(invalid(
+                "name exactly one member: --agent or --member-group",
+            ));
+        }
+    };
+    Ok(Edge::Member {
+        member,
+        group: group(&edge.group)?,
+    })
+}
+
+fn grant_edge(cli: &Cli, command: &GrantCommand) -> Result<ExitCode> {
+    let (edge, when) = match command {
+        GrantCommand::Invoke { edge, when } => (
+            Edge::Invoke {
+                user: user(&edge.user)?,
+                agent: agent(&edge.agent)?,
+            },
+            when,
+        ),
+        GrantCommand::Access { edge, when } => (
+            Edge::Access {
+                agent: agent(&edge.agent)?,
+                resource: resource(&edge.resource)?,
+            },
+            when,
+        ),
+        GrantCommand::Member { edge, when } => (member_edge(edge)?, when),
+    };
+    let at = optional_time(when.at.as_ref())?;
+    let until = optional_time(when.until.as_ref())?;
+    let memory = open(cli)?;
+    let event = memory.admin().grant(edge, at, until)?;
+    match until {
+        Some(until) => println!("granted {edge} from {} until {until}", event.at),
+        None => println!("granted {edge} from {}", event.at),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn revoke_edge(cli: &Cli, command: &RevokeCommand) -> Result<ExitCode> {
+    let (edge, when) = match command {
+        RevokeCommand::Invoke { edge, when } => (
+            Edge::Invoke {
+                user: user(&edge.user)?,
+                agent: agent(&edge.agent)?,
+            },
+            when,
+        ),
+        RevokeCommand::Access { edge, when } => (
+            Edge::Access {
+                agent: agent(&edge.agent)?,
+                resource: resource(&edge.resource)?,
+            },
+            when,
+        ),
+        RevokeCommand::Member { edge, when } => (member_edge(edge)?, when),
+    };
+    let at = optional_time(when.at.as_ref())?;
+    let memory = open(cli)?;
+    let event = memory.admin().revoke(edge, at)?;
+    println!("revoked {edge} at {}", event.at);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
+    let texts: Vec<String> = if args.text.is_empty() {
+        std::io::stdin()
+            .lock()
+            .lines()
+            .collect::<std::io::Result<Vec<_>>>()
+            .context("cannot read standard input")?
+            .into_iter()
+            .map(|line| line.trim().to_owned())
+            .filter(|line| !line.is_empty())
+            .collect()
+    } else {
+        vec![args.text.join(" ")]
+    };
+    if texts.is_empty() {
+        return Err(invalid(
+            "nothing to remember: give the words as arguments or on standard input",
+        ));
+    }
+    let said_at = optional_time(args.said_at.as_ref())?;
+    let memory = open(cli)?;
+    let session = session(&memory, &args.party)?;
+    let speaker = args
+        .speaker
+        .clone()
+        .unwrap_or_else(|| args.party.user.clone());
+    let listener = args
+        .listener
+        .clone()
+        .unwrap_or_else(|| args.party.agent.clone());
+    // Turn ids unique in this store: the change sequence before the first turn.
+    let base = memory.store_head()?;
+    let mut written = Vec::new();
+    let mut superseded = Vec::new();
+    let mut deleted = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let turn = TurnInput {
+            dialogue_id: format!("{}:{}", args.session, base + i as u64 + 1),
+            session: args.session.clone(),
+            speaker: speaker.clone(),
+            listener: listener.clone(),
+            text: text.clone(),
+            time: said_at,
+            origin: if args.not_user {
+                Origin::Other
+            } else {
+                Origin::User
+            },
+        };
+        let done = session.remember(&turn)?;
+        written.extend(done.written);
+        superseded.extend(done.superseded);
+        deleted.extend(done.deleted);
+    }
+    // A command is one stretch of conversation: close its episode now.
+    if let Some(episode) = session.close_episode(&args.session)? {
+        written.push(episode);
+    }
+    memory.flush()?;
+    if args.json {
+        print_json(&json!({
+            "turns": texts.len(),
+            "written": written,
+            "superseded": superseded.iter().map(|(old, new)| json!({"old": old, "new": new})).collect::<Vec<_>>(),
+            "deleted": deleted,
+        }))?;
+    } else {
+        println!(
+            "remembered {} turn(s): {} fragment(s) written, {} superseded, {} deleted",
+            texts.len(),
+            written.len(),
+            superseded.len(),
+            deleted.len()
+        );
+        if !written.is_empty() {
+            let ids: Vec<String> = written.iter().map(|id| id.to_string()).collect();
+            println!("written: {}", ids.join(" "));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn view(args: &ViewArgs) -> Result<View> {
+    Ok(if let Some(t) = &args.as_of {
+        View::RecordAsOf(time(t)?)
+    } else if let Some(t) = &args.world_as_of {
+        View::WorldAsOf(time(t)?)
+    } else if args.all_versions {
+        View::AllVersions
+    } else {
+        View::Current
+    })
+}
+
+/// At most `n` characters of `text`, with an ellipsis when cut.
+fn clip(text: &str, n: usize) -> String {
+    if text.chars().count() <= n {
+        text.to_owned()
+    } else {
+        let mut out: String = text.chars().take(n.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
+}
+
+fn recall(cli: &Cli, args: &crate::RecallArgs) -> Result<ExitCode> {
+    let options = RecallOptions {
+        k: args.k,
+        view: view(&args.view)?,
+        ..RecallOptions::default()
+    };
+    let query = args.query.join(" ");
+    let memory = open(cli)?;
+    let session = session(&memory, &args.party)?;
+    let recall = session.recall(&query, &options)?;
+    if args.json {
+        let hits: Vec<serde_json::Value> = recall
+            .hits
+            .iter()
+            .map(|hit| {
+                let f = &hit.fragment;
+                json!({
+                    "id": f.id,
+                    "score": hit.score,
+                    "fused": hit.fused,
+                    "vector": hit.vector.map(|s| json!({"rank": s.rank, "score": s.score})),
+                    "lexical": hit.lexical.map(|s| json!({"rank": s.rank, "score": s.score})),
+                    "relevance": hit.relevance,
+                    "round": hit.round,
+                    "route": hit.route,
+                    "granularity": f.granularity,
+                    "kind": f.kind,
+                    "scope": f.scope.to_string(),
+                    "user": f.provenance.user,
+                    "agents": f.provenance.agents,
+                    "resources": f.provenance.resources,
+                    "created_at": f.provenance.created_at.to_string(),
+                    "superseded_at": f.superseded_at.map(|t| t.to_string()),
+                    "content": f.content,
+                })
+            })
+            .collect();
+        print_json(&json!({
+            "query": query,
+            "rewritten": recall.plan.rewritten,
+            "route": format!("{:?}", recall.plan.route).to_lowercase(),
+            "k": recall.plan.k,
+            "hits": hits,
+        }))?;
+    } else if recall.hits.is_empty() {
+        println!("nothing this session may see matches {query:?}");
+    } else {
+        let mut table = Table::new(&["ID", "SCORE", "GRANULARITY", "SCOPE", "CONTENT"]);
+        for hit in &recall.hits {
+            let f = &hit.fragment;
+            table.row(vec![
+                f.id.to_string(),
+                format!("{:.4}", hit.score),
+                f.granularity.as_str().to_owned(),
+                f.scope.to_string(),
+                clip(&f.content, 100),
+            ]);
+        }
+        print!("{}", table.render());
+    }
+    memory.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compose_cards(
+    cli: &Cli,
+    party: &Party,
+    budget: usize,
+    as_json: bool,
+    task: &str,
+) -> Result<ExitCode> {
+    let memory = open(cli)?;
+    let session = session(&memory, party)?;
+    let composition = session.compose_cards(&TaskContext::new(task), budget)?;
+    if as_json {
+        print_json(&json!({
+            "task": task,
+            "text": composition.text,
+            "cards": composition.cards,
+            "tokens_used": composition.report.tokens_used,
+            "budget": composition.report.budget,
+            "retrieved": composition.report.retrieved,
+            "skipped": composition.report.skipped,
+        }))?;
+    } else if composition.cards.is_empty() {
+        println!("no strategy card this session may see applies to {task:?}");
+    } else {
+        println!("{}", composition.text.trim_end());
+        eprintln!(
+            "{} card(s), {} of {} tokens",
+            composition.cards.len(),
+            composition.report.tokens_used,
+            composition.report.budget
+        );
+    }
+    memory.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line saying what an audit entry records (ids only, never text).
+fn describe(event: &AuditEvent) -> (String, String) {
+    let ids = |ids: &mut dyn Iterator<Item = FragmentId>| {
+        ids.map(|id| id.to_string()).collect::<Vec<_>>().join(" ")
+    };
+    match event {
+        AuditEvent::Access { event } => (
+            "access".to_owned(),
+            match event.change {
+                colmem::AccessChange::Register { principal } => format!("register {principal}"),
+                colmem::AccessChange::Grant {
+                    edge,
+                    until: Some(until),
+                } => {
+                    format!("grant {edge} from {} until {until}", event.at)
+                }
+                colmem::AccessChange::Grant { edge, until: None } => {
+                    format!("grant {edge} from {}", event.at)
+                }
+                colmem::AccessChange::Revoke { edge } => format!("revoke {edge} at {}", event.at),
+            },
+        ),
+        AuditEvent::Write {
+            user,
+            agent,
+            fragments,
+        } => (
+            "write".to_owned(),
+            format!(
+                "{user} via {agent}: {}",
+                ids(&mut fragments.iter().map(|(id, _)| *id))
+            ),
+        ),
+        AuditEvent::Read {
+            user,
+            agent,
+            returned,
+        } => (
+            "read".to_owned(),
+            format!("{user} via {agent}: {}", ids(&mut returned.iter().copied())),
+        ),
+        AuditEvent::Update {
+            user,
+            agent,
+            old,
+            new,
+        } => (
+            "update".to_owned(),
+            format!("{user} via {agent}: {old} -> {new}"),
+        ),
+        AuditEvent::Delete {
+            user,
+            agent,
+            fragment,
+        } => (
+            "delete".to_owned(),
+            format!("{user} via {agent}: {fragment}"),
+        ),
+        AuditEvent::Purge { admin, fragment } => {
+            ("purge".to_owned(), format!("by {admin}: {fragment}"))
+        }
+        other => ("other".to_owned(), format!("{other:?}")),
+    }
+}
+
+fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
+    let memory = open_read_only(cli)?;
+    let admin = memory.admin();
+    match command {
+        AuditCommand::Tail { n, json } => {
+            let entries: Vec<AuditEntry> = admin.audit_tail(*n)?;
+            if *json {
+                for entry in &entries {
+                    println!("{}", serde_json::to_string(entry)?);
+                }
+            } else {
+                let mut table = Table::new(&["SEQ", "AT", "EVENT", "DETAIL"]);
+                for entry in &entries {
+                    let (event, detail) = describe(&entry.event);
+                    table.row(vec![
+                        entry.seq.to_string(),
+                        entry.at.to_string(),
+                        event,
+                        detail,
+                    ]);
+                }
+                print!("{}", table.render());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditCommand::Verify { json } => match admin.audit_verify()? {
+            AuditStatus::Intact { entries, head } => {
+                if *json {
+                    print_json(
+                        &json!({"intact": true, "entries": entries, "head_seq": head.0, "head_hash": head.1}),
+                    )?;
+                } else {
+                    println!(
+                        "intact: {entries} entries, head seq {} hash {}",
+                        head.0, head.1
+                    );
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            AuditStatus::Broken { seq, problem } => {
+                if *json {
+                    print_json(
+                        &json!({"intact": false, "seq": seq, "problem": format!("{problem:?}")}),
+                    )?;
+                } else {
+                    println!(
+                        "broken at seq {seq}: {problem:?}; restore the store from a backup and compare"
+                    );
+                }
+                Ok(ExitCode::from(exit::CORRUPT))
+            }
+        },
+        AuditCommand::Matrix { json } => {
+            let matrix = admin.access_matrix()?;
+            if *json {
+                print_json(&serde_json::to_value(&matrix)?)?;
+            } else {
+                let mut table = Table::new(&[
+                    "USER",
+                    "AGENT",
+                    "RESOURCE",
+                    "READS",
+                    "FRAGMENTS_READ",
+                    "FRAGMENTS_WRITTEN",
+                ]);
+                for cell in &matrix.cells {
+                    table.row(vec![
+                        cell.user.to_string(),
+                        cell.agent.to_string(),
+                        cell.resource
+                            .map_or_else(|| "(all)".to_owned(), |r| r.to_string()),
+                        cell.reads.to_string(),
+                        cell.fragments_read.to_string(),
+                        cell.fragments_written.to_string(),
+                    ]);
+                }
+                print!("{}", table.render());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditCommand::WhoCouldSee { fragment, at, json } => {
+            let id = fragment_id(fragment)?;
+            let at = optional_time(at.as_ref())?.unwrap_or_else(|| memory.now());
+            let pairs = admin.who_could_see(id, at)?;
+            if *json {
+                print_json(&json!({
+                    "fragment": id,
+                    "at": at.to_string(),
+                    "readers": pairs.iter().map(|(u, a)| json!({"user": u, "agent": a})).collect::<Vec<_>>(),
+                }))?;
+            } else if pairs.is_empty() {
+                println!("nobody could read fragment {id} at {at}");
+            } else {
+                let mut table = Table::new(&["USER", "AGENT"]);
+                for (u, a) in pairs {
+                    table.row(vec![u.to_string(), a.to_string()]);
+                }
+                print!("{}", table.render());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A principal name from free text: invalid characters become `-`.
+fn principal_name(text: &str) -> String {
+    let name: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '@') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(128) // the longest principal name
+        .collect();
+    if name.is_empty() {
+        "conversation".to_owned()
+    } else {
+        name
+    }
+}
+
+fn progress_bar(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what.to_owned());
+    bar
+}
+
+fn import_locomo(
+    cli: &Cli,
+    path: &Path,
+    agent_name: &str,
+    limit: Option<usize>,
+) -> Result<ExitCode> {
+    let mut conversations = locomo::load(path).map_err(colmem::Error::from)?;
+    if let Some(limit) = limit {
+        conversations.truncate(limit);
+    }
+    let assistant = agent(agent_name)?;
+    let memory = open(cli)?;
+    let admin = memory.admin();
+    if !memory.is_registered(Principal::Agent(assistant)) {
+        admin.register(Principal::Agent(assistant))?;
+    }
+    let total: u64 = conversations
+        .iter()
+        .map(|c| c.dialogue.turns().count() as u64)
+        .sum();
+    let bar = progress_bar(total, "importing turns");
+    let (mut turns, mut fragments) = (0u64, 0u64);
+    for conversation in &conversations {
+        let user = user(&principal_name(&conversation.sample_id))?;
+        if !memory.is_registered(Principal::User(user)) {
+            admin.register(Principal::User(user))?;
+        }
+        if !memory.invocable(user)?.contains(&assistant) {
+            admin.grant(
+                Edge::Invoke {
+                    user,
+                    agent: assistant,
+                },
+                None,
+                None,
+            )?;
+        }
+        let session = memory.session(user, assistant)?;
+        let dialogue = &conversation.dialogue;
+        let mut open_session: Option<String> = None;
+        for (s, turn) in dialogue.turns() {
+            let session_name = format!("{}:S{}", conversation.sample_id, s.number);
+            if let Some(previous) = open_session.replace(session_name.clone())
+                && previous != session_name
+                && session.close_episode(&previous)?.is_some()
+            {
+                fragments += 1;
+            }
+            let listener = if turn.speaker == dialogue.speaker_a {
+                dialogue.speaker_b.clone()
+            } else {
+                dialogue.speaker_a.clone()
+            };
+            let input = TurnInput {
+                dialogue_id: format!("{}:{}", conversation.sample_id, turn.id),
+                session: session_name,
+                speaker: turn.speaker.clone(),
+                listener,
+                text: turn.full_text(),
+                time: s.date,
+                // A transcript is a document: its words never instruct the memory to forget.
+                origin: Origin::Other,
+            };
+            fragments += session.remember(&input)?.written.len() as u64;
+            turns += 1;
+            bar.inc(1);
+        }
+        if let Some(last) = open_session
+            && session.close_episode(&last)?.is_some()
+        {
+            fragments += 1;
+        }
+    }
+    bar.finish_and_clear();
+    memory.flush()?;
+    println!(
+        "imported {} conversation(s), {turns} turn(s), {fragments} fragment(s) written",
+        conversations.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn reindex(cli: &Cli) -> Result<ExitCode> {
+    let memory = open(cli)?;
+    let bar = progress_bar(0, "re-embedding");
+    let report = memory.reindex(|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })?;
+    bar.finish_and_clear();
+    println!(
+        "reindexed with {}: {} fragment(s) examined, {} re-embedded, {} indexed",
+        memory.embedder().id(),
+        report.examined,
+        report.reembedded,
+        report.catch_up.indexed
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn explain(cli: &Cli, party: &Party, fragment: &str, as_json: bool) -> Result<ExitCode> {
+    let id = fragment_id(fragment)?;
+    let (user, agent) = (user(&party.user)?, agent(&party.agent)?);
+    let memory = open_read_only(cli)?;
+    let explanation: Explanation = memory.admin().explain(user, agent, id)?;
+    let at = explanation.context.now();
+    if as_json {
+        print_json(&json!({
+            "fragment": id,
+            "user": user,
+            "agent": agent,
+            "at": at.to_string(),
+            "visible": explanation.visible(),
+            "deciding": explanation.deciding().map(|c| c.condition.as_str()),
+            "checks": explanation.checks.iter().map(|c| json!({
+                "condition": c.condition.as_str(),
+                "holds": c.holds,
+                "detail": c.detail,
+            })).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        match explanation.deciding() {
+            None => println!(
+                "fragment {id} is visible to {user} via {agent} at {at}: every condition holds"
+            ),
+            Some(check) => println!(
+                "fragment {id} is not visible to {user} via {agent} at {at}: the {} condition decides: {}",
+                check.condition, check.detail
+            ),
+        }
+        for check in &explanation.checks {
+            let mark = if check.holds { "holds " } else { "FAILS " };
+            println!("  {mark} {:<9} {}", check.condition.as_str(), check.detail);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export(cli: &Cli, output: Option<&Path>, vectors: bool) -> Result<ExitCode> {
+    let memory = open_read_only(cli)?;
+    let sink: Box<dyn Write> = match output {
+        Some(path) => Box::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut out = BufWriter::new(sink);
+    let mut failure: Option<anyhow::Error> = None;
+    let count = memory.for_each_fragment(|stored| {
+        let mut value = match serde_json::to_value(&stored.fragment) {
+            Ok(value) => value,
+            Err(e) => {
+                failure.get_or_insert(e.into());
+                return Ok(());
+            }
+        };
+        if let (true, Some(embedding), Some(object)) =
+            (vectors, &stored.embedding, value.as_object_mut())
+        {
+            object.insert(
+                "embedding".to_owned(),
+                json!({"embedder": embedding.embedder, "vector": embedding.vector}),
+            );
+        }
+        if let Err(e) = serde_json::to_writer(&mut out, &value)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| out.write_all(b"\n").map_err(anyhow::Error::from))
+        {
+            failure.get_or_insert(e);
+        }
+        Ok(())
+    })?;
+    if let Some(e) = failure {
+        return Err(e.context("cannot write the export"));
+    }
+    out.flush().context("cannot write the export")?;
+    if let Some(path) = output {
+        eprintln!("exported {count} fragment(s) to {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn backup(cli: &Cli, dest: &Path) -> Result<ExitCode> {
+    let memory = open_read_only(cli)?;
+    let report = memory.backup(dest)?;
+    println!(
+        "backed up {} to {} ({} pages, {} bytes); open it with --dir after renaming it to colmem.db in a new directory",
+        cli.dir.join(colmem::STORE_FILE).display(),
+        dest.display(),
+        report.pages,
+        report.bytes
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,404 @@
+//! The `colmem` command-line program: a thin layer of commands over the `colmem`
+//! facade. `docs/cli.md` documents every command and the exit codes.
+
+mod commands;
+mod exit;
+mod table;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// colmem: memory for teams of LLM agents serving many users, with access control
+/// decided by code at read time.
+#[derive(Debug, Parser)]
+#[command(name = "colmem", version, about, long_about = None)]
+pub struct Cli {
+    /// The data directory.
+    #[arg(long, global = true, env = "COLMEM_DIR", default_value = ".colmem")]
+    pub dir: PathBuf,
+    /// The configuration file [default: DIR/colmem.toml, used if it exists].
+    #[arg(long, global = true, env = "COLMEM_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the data directory with its store, indexes and a commented colmem.toml.
+    Init,
+    /// Register users, agents, resources and groups.
+    #[command(subcommand)]
+    Principal(PrincipalCommand),
+    /// Grant an edge of the access graph.
+    #[command(subcommand)]
+    Grant(GrantCommand),
+    /// Revoke an edge of the access graph; it takes effect on the next read.
+    #[command(subcommand)]
+    Revoke(RevokeCommand),
+    /// Remember what was said: the words given, or one turn per line of standard input.
+    Remember(RememberArgs),
+    /// Recall what a user served by an agent may see about a query.
+    Recall(RecallArgs),
+    /// Strategy cards.
+    #[command(subcommand)]
+    Cards(CardsCommand),
+    /// Audit queries.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// Import conversations.
+    #[command(subcommand)]
+    Import(ImportCommand),
+    /// Re-embed stored text with the configured embedder (after it changed) and rebuild the indexes.
+    Reindex,
+    /// Say why a fragment is or is not visible to a user served by an agent now.
+    Explain(ExplainArgs),
+    /// Write every stored fragment as JSON lines.
+    Export(ExportArgs),
+    /// Copy the store into a new file through SQLite's backup API.
+    Backup(BackupArgs),
+}
+
+/// `principal …`
+#[derive(Debug, Subcommand)]
+pub enum PrincipalCommand {
+    /// Register a principal.
+    Add {
+        /// What it is.
+        kind: PrincipalKind,
+        /// Its name: ASCII letters, digits and _ - . : @.
+        name: String,
+        /// For a group: crew, team, department or org.
+        #[arg(long, value_enum, default_value = "crew")]
+        group_kind: GroupKindArg,
+    },
+}
+
+/// The kinds of principal.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PrincipalKind {
+    /// A human user.
+    User,
+    /// An agent that serves users.
+    Agent,
+    /// A tool, knowledge base or API.
+    Resource,
+    /// A group of agents and groups.
+    Group,
+}
+
+/// Group kinds.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum GroupKindArg {
+    /// A crew.
+    Crew,
+    /// A team.
+    Team,
+    /// A department.
+    Department,
+    /// An organisation.
+    Org,
+}
+
+/// `grant …`
+#[derive(Debug, Subcommand)]
+pub enum GrantCommand {
+    /// Let a user invoke an agent.
+    Invoke {
+        #[command(flatten)]
+        edge: InvokeEdge,
+        #[command(flatten)]
+        when: GrantWhen,
+    },
+    /// Let an agent use a resource.
+    Access {
+        #[command(flatten)]
+        edge: AccessEdge,
+        #[command(flatten)]
+        when: GrantWhen,
+    },
+    /// Make an agent or a group a member of a group.
+    Member {
+        #[command(flatten)]
+        edge: MemberEdge,
+        #[command(flatten)]
+        when: GrantWhen,
+    },
+}
+
+/// `revoke …`
+#[derive(Debug, Subcommand)]
+pub enum RevokeCommand {
+    /// Stop a user invoking an agent.
+    Invoke {
+        #[command(flatten)]
+        edge: InvokeEdge,
+        #[command(flatten)]
+        when: RevokeWhen,
+    },
+    /// Stop an agent using a resource.
+    Access {
+        #[command(flatten)]
+        edge: AccessEdge,
+        #[command(flatten)]
+        when: RevokeWhen,
+    },
+    /// End a membership.
+    Member {
+        #[command(flatten)]
+        edge: MemberEdge,
+        #[command(flatten)]
+        when: RevokeWhen,
+    },
+}
+
+/// An invoke edge.
+#[derive(Debug, Args)]
+pub struct InvokeEdge {
+    /// The user.
+    #[arg(long)]
+    pub user: String,
+    /// The agent.
+    #[arg(long)]
+    pub agent: String,
+}
+
+/// An access edge.
+#[derive(Debug, Args)]
+pub struct AccessEdge {
+    /// The agent.
+    #[arg(long)]
+    pub agent: String,
+    /// The resource.
+    #[arg(long)]
+    pub resource: String,
+}
+
+/// A membership edge.
+#[derive(Debug, Args)]
+pub struct MemberEdge {
+    /// The containing group.
+    #[arg(long)]
+    pub group: String,
+    /// The member agent.
+    #[arg(
+        long,
+        conflicts_with = "member_group",
+        required_unless_present = "member_group"
+    )]
+    pub agent: Option<String>,
+    /// The member group.
+    #[arg(long)]
+    pub member_group: Option<String>,
+}
+
+/// When a grant holds.
+#[derive(Debug, Args)]
+pub struct GrantWhen {
+    /// From when: RFC 3339, a date, or ms since the epoch [default: now]. A future date takes effect then.
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Until when (exclusive) [default: until revoked].
+    #[arg(long)]
+    pub until: Option<String>,
+}
+
+/// When a revocation happens.
+#[derive(Debug, Args)]
+pub struct RevokeWhen {
+    /// When: RFC 3339, a date, or ms since the epoch [default: now]. Never before the last logged event.
+    #[arg(long)]
+    pub at: Option<String>,
+}
+
+/// Who is asking: a user served by an agent.
+#[derive(Debug, Args)]
+pub struct Party {
+    /// The user.
+    #[arg(long)]
+    pub user: String,
+    /// The agent serving the user.
+    #[arg(long)]
+    pub agent: String,
+}
+
+/// `remember`
+#[derive(Debug, Args)]
+pub struct RememberArgs {
+    #[command(flatten)]
+    pub party: Party,
+    /// The conversation session the turns belong to.
+    #[arg(long, default_value = "cli")]
+    pub session: String,
+    /// Who spoke [default: the user].
+    #[arg(long)]
+    pub speaker: Option<String>,
+    /// Who was spoken to [default: the agent].
+    #[arg(long)]
+    pub listener: Option<String>,
+    /// When it was said (world time): RFC 3339, a date, or ms since the epoch.
+    #[arg(long)]
+    pub said_at: Option<String>,
+    /// The words were the agent's (or a document's), not the user's own: they can never instruct the memory to forget.
+    #[arg(long)]
+    pub not_user: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// What was said; read from standard input (one turn per line) when absent.
+    pub text: Vec<String>,
+}
+
+/// Which versions a recall reads.
+#[derive(Debug, Args)]
+#[group(id = "view", multiple = false)]
+pub struct ViewArgs {
+    /// Versions current at this record time (what colmem knew then); permissions are still those of now.
+    #[arg(long)]
+    pub as_of: Option<String>,
+    /// Versions valid at this world time (what held in the world then).
+    #[arg(long)]
+    pub world_as_of: Option<String>,
+    /// Every version, superseded ones included.
+    #[arg(long)]
+    pub all_versions: bool,
+}
+
+/// `recall`
+#[derive(Debug, Args)]
+pub struct RecallArgs {
+    #[command(flatten)]
+    pub party: Party,
+    /// How many results [default: the retriever's dynamic k].
+    #[arg(long, short)]
+    pub k: Option<usize>,
+    #[command(flatten)]
+    pub view: ViewArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// The query.
+    #[arg(required = true)]
+    pub query: Vec<String>,
+}
+
+/// `cards …`
+#[derive(Debug, Subcommand)]
+pub enum CardsCommand {
+    /// Compose the strategy cards this session may see for a task into a token budget.
+    Compose {
+        #[command(flatten)]
+        party: Party,
+        /// The token budget.
+        #[arg(long, default_value_t = 512)]
+        budget: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The task.
+        #[arg(required = true)]
+        task: Vec<String>,
+    },
+}
+
+/// `audit …`
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// The last entries of the audit log.
+    Tail {
+        /// How many.
+        #[arg(short, long, default_value_t = 20)]
+        n: usize,
+        /// Print JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the audit log's hash chain; exit code 9 if it is broken.
+    Verify {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// User × agent × resource counts of reads and writes.
+    Matrix {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Who could read a fragment at a moment, with the permissions of that moment.
+    WhoCouldSee {
+        /// The fragment id.
+        fragment: String,
+        /// The moment [default: now].
+        #[arg(long)]
+        at: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `import …`
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// A LoCoMo JSON file: each conversation becomes a user served by one assistant agent; only dialogue turns are read.
+    Locomo {
+        /// The file.
+        path: PathBuf,
+        /// The assistant agent's name.
+        #[arg(long, default_value = "assistant")]
+        agent: String,
+        /// Import at most this many conversations.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+}
+
+/// `explain`
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub party: Party,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The fragment id.
+    pub fragment: String,
+}
+
+/// `export`
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Write to this file instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Include each fragment's embedding.
+    #[arg(long)]
+    pub vectors: bool,
+}
+
+/// `backup`
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The new file (it must not exist).
+    pub dest: PathBuf,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            exit::for_error(&error)
+        }
+    }
+}
+
+/// Parses the command line and runs the command; the exit code says how it went.
+fn run() -> anyhow::Result<ExitCode> {
+    commands::dispatch(Cli::parse())
+}

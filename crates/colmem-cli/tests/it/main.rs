@@ -1,0 +1,667 @@
+//! Runs the real `colmem` binary against temporary data directories: every
+//! command, forbidden reads, the second-writer lock, and bad input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// What one run of the binary did.
+#[derive(Debug)]
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// A data directory and the environment the binary runs in.
+struct Env {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    vars: Vec<(String, String)>,
+}
+
+impl Env {
+    fn new() -> Env {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        Env {
+            _tmp: tmp,
+            dir,
+            vars: Vec::new(),
+        }
+    }
+
+    /// A fresh directory with alice served by helper (and an agent she may not invoke).
+    fn with_alice() -> Env {
+        let env = Env::new();
+        env.ok(&["init"]);
+        env.ok(&["principal", "add", "user", "alice"]);
+        env.ok(&["principal", "add", "user", "bob"]);
+        env.ok(&["principal", "add", "agent", "helper"]);
+        env.ok(&["principal", "add", "agent", "outsider"]);
+        env.ok(&["grant", "invoke", "--user", "alice", "--agent", "helper"]);
+        env
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self._tmp.path().join(name)
+    }
+
+    fn run_with(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_colmem"));
+        command
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(args)
+            .env_remove("COLMEM_DIR")
+            .env_remove("COLMEM_CONFIG")
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in &self.vars {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().unwrap();
+        if let Some(input) = stdin {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, None)
+    }
+
+    /// Runs and expects success; returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert_eq!(out.code, 0, "colmem {args:?} failed: {out:?}");
+        out.stdout
+    }
+
+    /// Runs and expects exit code `code`; returns stderr.
+    fn fails(&self, args: &[&str], code: i32) -> String {
+        let out = self.run(args);
+        assert_eq!(out.code, code, "colmem {args:?}: {out:?}");
+        assert!(out.stderr.starts_with("error: "), "{out:?}");
+        out.stderr
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let stdout = self.ok(args);
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    }
+}
+
+fn recall_contents(env: &Env, user: &str, agent: &str, query: &str) -> Vec<String> {
+    let value = env.json(&["recall", "--user", user, "--agent", agent, "--json", query]);
+    value["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn init_is_idempotent_and_writes_a_commented_configuration() {
+    let env = Env::new();
+    assert!(env.ok(&["init"]).contains("initialised"));
+    assert!(env.ok(&["init"]).contains("already"));
+    let config = std::fs::read_to_string(env.dir.join("colmem.toml")).unwrap();
+    assert!(config.contains("# [embedder]"), "{config}");
+    assert!(env.dir.join("colmem.db").is_file());
+}
+
+#[test]
+fn remember_then_recall_as_a_table_and_as_json() {
+    let env = Env::with_alice();
+    let out = env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "My favourite food is ramen and I live in Lisbon.",
+    ]);
+    assert!(out.contains("fragment(s) written"), "{out}");
+    let stdin = "I adopted a dog named Pixel last spring.\n\nMy sister works as a nurse.\n";
+    let out = env.run_with(
+        &["remember", "--user", "alice", "--agent", "helper", "--json"],
+        Some(stdin),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let written: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(written["turns"], 2, "blank lines are skipped: {written}");
+    assert!(!written["written"].as_array().unwrap().is_empty());
+
+    let table = env.ok(&[
+        "recall", "--user", "alice", "--agent", "helper", "what", "food", "does", "alice", "like",
+    ]);
+    assert!(table.starts_with("ID"), "{table}");
+    assert!(table.contains("ramen"), "{table}");
+    let contents = recall_contents(&env, "alice", "helper", "dog named Pixel");
+    assert!(contents.iter().any(|c| c.contains("Pixel")), "{contents:?}");
+    let value = env.json(&[
+        "recall", "--user", "alice", "--agent", "helper", "--json", "-k", "1", "ramen",
+    ]);
+    assert_eq!(value["hits"][0]["user"], "alice", "{value}");
+    assert!(
+        value["hits"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("ramen")
+    );
+}
+
+#[test]
+fn a_forbidden_recall_exits_5_and_a_revocation_takes_effect_on_the_next_read() {
+    let env = Env::with_alice();
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "My passport number is in the blue drawer.",
+    ]);
+    let err = env.fails(
+        &[
+            "recall", "--user", "alice", "--agent", "outsider", "passport",
+        ],
+        5,
+    );
+    assert!(
+        err.contains("forbidden") && err.contains("outsider"),
+        "{err}"
+    );
+    let err = env.fails(
+        &[
+            "remember",
+            "--user",
+            "bob",
+            "--agent",
+            "helper",
+            "hello there",
+        ],
+        5,
+    );
+    assert!(err.contains("ask an administrator"), "{err}");
+    assert!(!recall_contents(&env, "alice", "helper", "passport").is_empty());
+    env.ok(&["revoke", "invoke", "--user", "alice", "--agent", "helper"]);
+    env.fails(
+        &["recall", "--user", "alice", "--agent", "helper", "passport"],
+        5,
+    );
+}
+
+#[test]
+fn knowledge_follows_the_agents_that_made_it() {
+    let env = Env::with_alice();
+    env.ok(&["principal", "add", "agent", "second"]);
+    env.ok(&["grant", "invoke", "--user", "alice", "--agent", "second"]);
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "second",
+        "I keep my bicycle in the garage.",
+    ]);
+    assert!(
+        recall_contents(&env, "alice", "helper", "bicycle garage")
+            .iter()
+            .any(|c| c.contains("bicycle"))
+    );
+    // Once alice may no longer invoke `second`, what it made is hidden from her other agents too.
+    env.ok(&["revoke", "invoke", "--user", "alice", "--agent", "second"]);
+    let contents = recall_contents(&env, "alice", "helper", "bicycle garage");
+    assert!(
+        contents.iter().all(|c| !c.contains("bicycle")),
+        "{contents:?}"
+    );
+}
+
+#[test]
+fn a_second_writer_gets_a_clear_error_while_readers_still_work() {
+    let env = Env::with_alice();
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "The meeting is on Friday.",
+    ]);
+    let holder = colmem::Memory::open(&env.dir, colmem::Config::default()).unwrap();
+    let err = env.fails(
+        &[
+            "remember",
+            "--user",
+            "alice",
+            "--agent",
+            "helper",
+            "More words.",
+        ],
+        7,
+    );
+    assert!(
+        err.contains("in use by another colmem process") && err.contains("lock"),
+        "{err}"
+    );
+    env.fails(
+        &["grant", "invoke", "--user", "bob", "--agent", "helper"],
+        7,
+    );
+    // Audits, exports and backups read beside the writer.
+    assert!(env.ok(&["audit", "verify"]).starts_with("intact"));
+    assert!(!env.ok(&["export"]).is_empty());
+    drop(holder);
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "More words.",
+    ]);
+}
+
+#[test]
+fn grants_with_at_and_until_and_out_of_order_events() {
+    let env = Env::with_alice();
+    env.ok(&["principal", "add", "resource", "wiki"]);
+    env.ok(&[
+        "principal",
+        "add",
+        "group",
+        "crew-1",
+        "--group-kind",
+        "crew",
+    ]);
+    env.ok(&[
+        "grant",
+        "access",
+        "--agent",
+        "helper",
+        "--resource",
+        "wiki",
+        "--until",
+        "2999-01-01",
+    ]);
+    env.ok(&["grant", "member", "--group", "crew-1", "--agent", "helper"]);
+    // A grant dated in the future takes effect then: not yet.
+    env.ok(&[
+        "grant",
+        "invoke",
+        "--user",
+        "bob",
+        "--agent",
+        "helper",
+        "--at",
+        "2999-01-01",
+    ]);
+    env.fails(
+        &["recall", "--user", "bob", "--agent", "helper", "anything"],
+        5,
+    );
+    // History is not rewritten: an event dated before the last one is refused.
+    let err = env.fails(
+        &[
+            "revoke",
+            "member",
+            "--group",
+            "crew-1",
+            "--agent",
+            "helper",
+            "--at",
+            "2000-01-01",
+        ],
+        6,
+    );
+    assert!(err.contains("before the last"), "{err}");
+    env.fails(
+        &["grant", "invoke", "--user", "carol", "--agent", "helper"],
+        6,
+    );
+}
+
+#[test]
+fn audit_tail_verify_matrix_and_who_could_see() {
+    let env = Env::with_alice();
+    let written = env.json(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "--json",
+        "My favourite colour is green.",
+    ]);
+    let first = written["written"][0].as_u64().unwrap().to_string();
+    recall_contents(&env, "alice", "helper", "favourite colour");
+
+    let tail = env.ok(&["audit", "tail", "-n", "3"]);
+    assert_eq!(
+        tail.lines().count(),
+        4,
+        "a header and three entries: {tail}"
+    );
+    assert!(
+        tail.contains("read") && tail.contains("alice via helper"),
+        "{tail}"
+    );
+    let lines = env.ok(&["audit", "tail", "--json", "-n", "100"]);
+    let entries: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(entries.iter().any(|e| e["event"]["type"] == "write"));
+    assert!(
+        entries
+            .windows(2)
+            .all(|w| w[0]["seq"].as_u64() < w[1]["seq"].as_u64())
+    );
+
+    let verify = env.json(&["audit", "verify", "--json"]);
+    assert_eq!(verify["intact"], true);
+    assert_eq!(verify["entries"].as_u64().unwrap() as usize, entries.len());
+
+    let matrix = env.json(&["audit", "matrix", "--json"]);
+    let cell = &matrix["cells"][0];
+    assert_eq!(
+        (cell["user"].as_str(), cell["agent"].as_str()),
+        (Some("alice"), Some("helper"))
+    );
+    assert_eq!(cell["reads"], 1, "{matrix}");
+    assert!(cell["fragments_written"].as_u64().unwrap() >= 1);
+    assert!(env.ok(&["audit", "matrix"]).contains("(all)"));
+
+    let who = env.json(&["audit", "who-could-see", "--json", &first]);
+    let readers = who["readers"].as_array().unwrap();
+    assert_eq!(readers.len(), 1, "{who}");
+    assert_eq!(readers[0]["user"], "alice");
+    let before = env.ok(&["audit", "who-could-see", &first, "--at", "2000-01-01"]);
+    assert!(before.contains("nobody"), "{before}");
+}
+
+#[test]
+fn a_damaged_audit_chain_exits_9() {
+    let env = Env::with_alice();
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "Something to audit here.",
+    ]);
+    // Edit an entry behind colmem's back: its hash no longer matches.
+    let raw = rusqlite::Connection::open(env.dir.join("colmem.db")).unwrap();
+    raw.execute("UPDATE audit SET at = at + 1 WHERE seq = 2", [])
+        .unwrap();
+    drop(raw);
+    let out = env.run(&["audit", "verify"]);
+    assert_eq!(out.code, 9, "{out:?}");
+    assert!(out.stdout.contains("broken at seq"), "{out:?}");
+}
+
+#[test]
+fn explain_names_the_deciding_condition() {
+    let env = Env::with_alice();
+    let written = env.json(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "--json",
+        "I work as a carpenter in Porto.",
+    ]);
+    let id = written["written"][0].as_u64().unwrap().to_string();
+    let out = env.ok(&["explain", "--user", "alice", "--agent", "helper", &id]);
+    assert!(
+        out.contains("is visible") && out.contains("every condition holds"),
+        "{out}"
+    );
+    let out = env.ok(&["explain", "--user", "alice", "--agent", "outsider", &id]);
+    assert!(out.contains("the invoke condition decides"), "{out}");
+    env.ok(&["grant", "invoke", "--user", "bob", "--agent", "helper"]);
+    let value = env.json(&[
+        "explain", "--user", "bob", "--agent", "helper", "--json", &id,
+    ]);
+    assert_eq!(value["visible"], false);
+    assert_eq!(value["deciding"], "scope", "{value}");
+    env.fails(
+        &["explain", "--user", "alice", "--agent", "helper", "999999"],
+        4,
+    );
+    env.fails(
+        &[
+            "explain",
+            "--user",
+            "alice",
+            "--agent",
+            "helper",
+            "not-a-number",
+        ],
+        3,
+    );
+}
+
+#[test]
+fn export_writes_every_fragment_as_json_lines_and_backup_copies_the_store() {
+    let env = Env::with_alice();
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "I play the cello on Sundays.",
+    ]);
+    let lines = env.ok(&["export"]);
+    let fragments: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!fragments.is_empty());
+    assert!(fragments.iter().all(|f| f["provenance"]["user"] == "alice"));
+    assert!(fragments.iter().all(|f| f.get("embedding").is_none()));
+    let file = env.path("export.jsonl");
+    env.ok(&["export", "--vectors", "--output", file.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), fragments.len());
+    assert!(text.contains("\"embedder\""));
+
+    let copy = env.path("copy");
+    std::fs::create_dir(&copy).unwrap();
+    let dest = copy.join("colmem.db");
+    let out = env.ok(&["backup", dest.to_str().unwrap()]);
+    assert!(out.contains("backed up"), "{out}");
+    let err = env.fails(&["backup", dest.to_str().unwrap()], 3);
+    assert!(err.contains("never overwrites"), "{err}");
+    // The copy is a whole memory: its audit chain verifies and it answers recalls.
+    let restored = Env {
+        _tmp: tempfile::tempdir().unwrap(),
+        dir: copy,
+        vars: Vec::new(),
+    };
+    assert!(restored.ok(&["audit", "verify"]).starts_with("intact"));
+    assert!(
+        recall_contents(&restored, "alice", "helper", "cello")
+            .iter()
+            .any(|c| c.contains("cello"))
+    );
+}
+
+const LOCOMO: &str = r#"[
+  {
+    "sample_id": "conv-1",
+    "conversation": {
+      "speaker_a": "Caroline",
+      "speaker_b": "Melanie",
+      "session_1_date_time": "1:56 pm on 8 May, 2023",
+      "session_1": [
+        {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to the LGBTQ support group yesterday."},
+        {"speaker": "Melanie", "dia_id": "D1:2", "text": "That sounds wonderful, how was the pottery class?"}
+      ],
+      "session_2_date_time": "10:00 am on 9 May, 2023",
+      "session_2": [
+        {"speaker": "Caroline", "dia_id": "D2:1", "text": "I am researching adoption agencies this week."}
+      ]
+    },
+    "observation": {"session_1_observation": {"Caroline": [["Caroline owns a zeppelinobservation", "D1:1"]]}},
+    "session_summary": {"session_1_summary": "Caroline summarysecret went somewhere."},
+    "event_summary": {"events_session_1": {"Caroline": ["eventsecret happened"]}},
+    "qa": [{"question": "What did Caroline research?", "answer": "qasecret adoption agencies", "evidence": ["D2:1"], "category": 1}]
+  }
+]"#;
+
+#[test]
+fn import_locomo_reads_dialogue_turns_only() {
+    let env = Env::new();
+    env.ok(&["init"]);
+    let file = env.path("locomo.json");
+    std::fs::write(&file, LOCOMO).unwrap();
+    let out = env.ok(&["import", "locomo", file.to_str().unwrap()]);
+    assert!(
+        out.contains("imported 1 conversation(s), 3 turn(s)"),
+        "{out}"
+    );
+    let contents = recall_contents(&env, "conv-1", "assistant", "adoption agencies");
+    assert!(
+        contents.iter().any(|c| c.contains("adoption")),
+        "{contents:?}"
+    );
+    let export = env.ok(&["export"]);
+    for secret in [
+        "zeppelinobservation",
+        "summarysecret",
+        "eventsecret",
+        "qasecret",
+    ] {
+        assert!(!export.contains(secret), "{secret} was imported");
+    }
+    let bad = env.path("bad.json");
+    std::fs::write(&bad, "{\"not\": \"a list\"}").unwrap();
+    let err = env.fails(&["import", "locomo", bad.to_str().unwrap()], 3);
+    assert!(err.contains("not a LoCoMo file"), "{err}");
+}
+
+#[test]
+fn reindex_re_embeds_after_the_embedder_changed() {
+    let mut env = Env::with_alice();
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "I collect vintage typewriters.",
+    ]);
+    env.vars.push(("COLMEM_EMBEDDER__DIM".into(), "64".into()));
+    let out = env.ok(&["reindex"]);
+    assert!(out.contains("d64"), "{out}");
+    let reembedded: u64 = out
+        .split(", ")
+        .find_map(|part| part.strip_suffix(" re-embedded"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(reembedded > 0, "{out}");
+    let again = env.ok(&["reindex"]);
+    assert!(again.contains(", 0 re-embedded"), "{again}");
+    assert!(
+        recall_contents(&env, "alice", "helper", "typewriters")
+            .iter()
+            .any(|c| c.contains("typewriters"))
+    );
+}
+
+#[test]
+fn cards_compose_reports_when_no_card_applies() {
+    let env = Env::with_alice();
+    let out = env.ok(&[
+        "cards", "compose", "--user", "alice", "--agent", "helper", "plan", "a", "trip",
+    ]);
+    assert!(out.contains("no strategy card"), "{out}");
+    let value = env.json(&[
+        "cards", "compose", "--user", "alice", "--agent", "helper", "--json", "--budget", "64",
+        "plan",
+    ]);
+    assert_eq!(value["budget"], 64);
+    assert_eq!(value["cards"].as_array().unwrap().len(), 0);
+    env.fails(
+        &[
+            "cards", "compose", "--user", "alice", "--agent", "outsider", "plan",
+        ],
+        5,
+    );
+}
+
+#[test]
+fn bad_input_is_refused_with_what_to_do() {
+    let env = Env::new();
+    let err = env.fails(&["recall", "--user", "a", "--agent", "b", "q"], 4);
+    assert!(err.contains("colmem init"), "{err}");
+    env.ok(&["init"]);
+    env.fails(&["recall", "--user", "ghost", "--agent", "b", "q"], 4);
+    let err = env.fails(&["principal", "add", "user", "has space"], 3);
+    assert!(err.contains("invalid user id"), "{err}");
+    let err = env.fails(
+        &[
+            "grant",
+            "invoke",
+            "--user",
+            "x",
+            "--agent",
+            "y",
+            "--at",
+            "tomorrow-ish",
+        ],
+        3,
+    );
+    assert!(err.contains("RFC 3339"), "{err}");
+    env.fails(&["remember", "--user", "a", "--agent", "b"], 3);
+
+    std::fs::write(
+        env.dir.join("colmem.toml"),
+        "[retriever]\nk_min = 3\nk_mni = 4\n",
+    )
+    .unwrap();
+    let err = env.fails(&["audit", "tail"], 3);
+    assert!(err.contains("line 3") && err.contains("k_mni"), "{err}");
+    std::fs::write(env.dir.join("colmem.toml"), "[store\n").unwrap();
+    env.fails(&["audit", "tail"], 3);
+    std::fs::write(env.dir.join("colmem.toml"), "").unwrap();
+    let mut env = env;
+    env.vars
+        .push(("COLMEM_PIPELINE__ROUNDZ".into(), "1".into()));
+    let err = env.fails(&["audit", "tail"], 3);
+    assert!(err.contains("COLMEM_PIPELINE__ROUNDZ"), "{err}");
+    env.vars.clear();
+    let missing = env.path("missing.toml");
+    env.fails(&["--config", missing.to_str().unwrap(), "audit", "tail"], 8);
+
+    let usage = env.run(&["recall"]);
+    assert_eq!(usage.code, 2, "{usage:?}");
+}

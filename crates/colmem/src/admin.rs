@@ -1,0 +1,250 @@
+//! [`Admin`]: the administrator's handle — principals, grants and revocations,
+//! audit queries, the access matrix, "who could see this", and explanations of
+//! the read rule.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+use colmem_access::{AccessGraph, Context, Explanation};
+use colmem_core::{
+    AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Edge, FragmentId, LogicalClock,
+    Principal, ResourceId, Timestamp, UserId,
+};
+use colmem_store::{AuditStatus, FragmentStore as _};
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::memory::Memory;
+
+/// Audit entries read per batch when walking the log.
+const AUDIT_BATCH: usize = 1024;
+
+/// The administrator's handle on a [`Memory`]; see [`Memory::admin`].
+#[derive(Clone, Copy, Debug)]
+pub struct Admin<'m> {
+    memory: &'m Memory,
+}
+
+/// One cell of the access matrix: what one user did through one agent, in total
+/// (`resource: None`) or with knowledge drawn from one resource.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct MatrixCell {
+    /// The user.
+    pub user: UserId,
+    /// The agent serving the user.
+    pub agent: AgentId,
+    /// The resource, or `None` for the pair's totals.
+    pub resource: Option<ResourceId>,
+    /// Audited reads (requests) that returned at least one such fragment; for the
+    /// totals row, every audited read.
+    pub reads: u64,
+    /// Fragments returned by those reads.
+    pub fragments_read: u64,
+    /// Fragments written.
+    pub fragments_written: u64,
+}
+
+/// The access matrix: user × agent × resource counts from the audit log.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize)]
+pub struct AccessMatrix {
+    /// Cells in (user, agent, resource) order; totals (`resource: None`) first.
+    pub cells: Vec<MatrixCell>,
+    /// Audit entries counted.
+    pub entries: u64,
+}
+
+#[derive(Default)]
+struct Counts {
+    reads: u64,
+    fragments_read: u64,
+    fragments_written: u64,
+}
+
+impl Memory {
+    /// The administrator's handle.
+    pub fn admin(&self) -> Admin<'_> {
+        Admin { memory: self }
+    }
+}
+
+impl<'m> Admin<'m> {
+    /// Applies one access event: appended to the store's log first, and applied to
+    /// the in-memory graph only if the store accepted it, under the graph's write
+    /// lock so no session sees one without the other.
+    pub fn apply(&self, event: AccessEvent) -> Result<AccessEvent> {
+        self.memory.writable()?;
+        let mut graph = self.memory.graph_mut();
+        graph.check(&event)?;
+        self.memory.store.append_access_event(&event)?;
+        // Checked above under the same lock: applying cannot be refused now.
+        graph.apply(event)?;
+        Ok(event)
+    }
+
+    /// Registers a principal, now.
+    pub fn register(&self, principal: Principal) -> Result<AccessEvent> {
+        self.apply(AccessEvent {
+            at: self.memory.now(),
+            change: AccessChange::Register { principal },
+        })
+    }
+
+    /// Grants an edge from `at` (now by default; a future date takes effect then)
+    /// until `until` (open-ended by default).
+    pub fn grant(
+        &self,
+        edge: Edge,
+        at: Option<Timestamp>,
+        until: Option<Timestamp>,
+    ) -> Result<AccessEvent> {
+        self.apply(AccessEvent {
+            at: at.unwrap_or_else(|| self.memory.now()),
+            change: AccessChange::Grant { edge, until },
+        })
+    }
+
+    /// Revokes an edge at `at` (now by default). Takes effect on the next read.
+    pub fn revoke(&self, edge: Edge, at: Option<Timestamp>) -> Result<AccessEvent> {
+        self.apply(AccessEvent {
+            at: at.unwrap_or_else(|| self.memory.now()),
+            change: AccessChange::Revoke { edge },
+        })
+    }
+
+    /// The last `n` audit entries, oldest first.
+    pub fn audit_tail(&self, n: usize) -> Result<Vec<AuditEntry>> {
+        let mut tail = VecDeque::with_capacity(n.min(AUDIT_BATCH));
+        self.walk_audit(|entry| {
+            if n > 0 {
+                if tail.len() == n {
+                    tail.pop_front();
+                }
+                tail.push_back(entry);
+            }
+        })?;
+        Ok(tail.into())
+    }
+
+    /// Checks the whole audit chain.
+    pub fn audit_verify(&self) -> Result<AuditStatus> {
+        Ok(self.memory.store.verify_audit()?)
+    }
+
+    fn walk_audit(&self, mut visit: impl FnMut(AuditEntry)) -> Result<u64> {
+        let mut after = 0;
+        let mut count = 0;
+        loop {
+            let batch = self.memory.store.audit_entries(after, AUDIT_BATCH)?;
+            let Some(last) = batch.last() else {
+                return Ok(count);
+            };
+            after = last.seq;
+            count += batch.len() as u64;
+            batch.into_iter().for_each(&mut visit);
+        }
+    }
+
+    /// User × agent × resource counts of reads and writes, from the audit log
+    /// (entries archived out of the store are not counted). A fragment's resources
+    /// come from its provenance; purged fragments count in the totals only.
+    pub fn access_matrix(&self) -> Result<AccessMatrix> {
+        let store = &self.memory.store;
+        let mut resources: HashMap<FragmentId, Vec<ResourceId>> = HashMap::new();
+        let mut resources_of = |id: FragmentId| -> Vec<ResourceId> {
+            resources
+                .entry(id)
+                .or_insert_with(|| {
+                    store
+                        .get(id)
+                        .map(|f| f.provenance.resources.into_iter().collect())
+                        .unwrap_or_default()
+                })
+                .clone()
+        };
+        let mut cells: BTreeMap<(UserId, AgentId, Option<ResourceId>), Counts> = BTreeMap::new();
+        let entries = self.walk_audit(|entry| match entry.event {
+            AuditEvent::Read {
+                user,
+                agent,
+                returned,
+            } => {
+                let total = cells.entry((user, agent, None)).or_default();
+                total.reads += 1;
+                total.fragments_read += returned.len() as u64;
+                let mut per_resource: BTreeMap<ResourceId, u64> = BTreeMap::new();
+                for id in returned {
+                    for r in resources_of(id) {
+                        *per_resource.entry(r).or_default() += 1;
+                    }
+                }
+                for (r, n) in per_resource {
+                    let cell = cells.entry((user, agent, Some(r))).or_default();
+                    cell.reads += 1;
+                    cell.fragments_read += n;
+                }
+            }
+            AuditEvent::Write {
+                user,
+                agent,
+                fragments,
+            } => {
+                cells
+                    .entry((user, agent, None))
+                    .or_default()
+                    .fragments_written += fragments.len() as u64;
+                for (id, _) in fragments {
+                    for r in resources_of(id) {
+                        cells
+                            .entry((user, agent, Some(r)))
+                            .or_default()
+                            .fragments_written += 1;
+                    }
+                }
+            }
+            _ => {}
+        })?;
+        Ok(AccessMatrix {
+            cells: cells
+                .into_iter()
+                .map(|((user, agent, resource), c)| MatrixCell {
+                    user,
+                    agent,
+                    resource,
+                    reads: c.reads,
+                    fragments_read: c.fragments_read,
+                    fragments_written: c.fragments_written,
+                })
+                .collect(),
+            entries,
+        })
+    }
+
+    /// Every `(user, agent)` pair that could have read fragment `id` at `at`, with
+    /// the permissions of that moment (an audit query, not a read path).
+    pub fn who_could_see(&self, id: FragmentId, at: Timestamp) -> Result<Vec<(UserId, AgentId)>> {
+        let record = self.memory.store.visibility_at(id, at)?;
+        let graph = AccessGraph::from_events(&record.events)?;
+        let clock = LogicalClock::new(at);
+        let mut pairs = BTreeSet::new();
+        for user in graph.users() {
+            for agent in graph.invocable(user, at)? {
+                let ctx = Context::new(user, agent, &clock);
+                if graph
+                    .compile(&ctx)
+                    .is_ok_and(|filter| filter.admits(&record.meta))
+                {
+                    pairs.insert((user, agent));
+                }
+            }
+        }
+        Ok(pairs.into_iter().collect())
+    }
+
+    /// The read rule for fragment `id` in context `(user, agent, now)`, condition by
+    /// condition, naming the one that decides.
+    pub fn explain(&self, user: UserId, agent: AgentId, id: FragmentId) -> Result<Explanation> {
+        self.memory.known(Some(user), Some(agent))?;
+        let fragment = self.memory.store.get(id)?;
+        let ctx = Context::new(user, agent, self.memory.clock.as_ref());
+        Ok(self.memory.graph().explain(&ctx, &fragment))
+    }
+}

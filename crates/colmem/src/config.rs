@@ -1,0 +1,504 @@
+//! [`Config`]: everything `Memory::open` needs besides the directory, read from a
+//! TOML file with `COLMEM_…` environment overrides. `docs/config.md` documents
+//! every key.
+//!
+//! An override names a key path in upper case with `__` between levels:
+//! `COLMEM_RETRIEVER__K_MIN=8` sets `[retriever] k_min = 8`,
+//! `COLMEM_EMBEDDER__KIND=openai` sets `[embedder] kind`. The value is read as a
+//! TOML value when it is one (`8`, `true`, `"x"`, `[1, 2]`), else as a string.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use colmem_access::{ReadPolicy, WritePolicies};
+use colmem_ama::{ConstructorConfig, PipelineConfig, RetrieverConfig};
+use colmem_cards::BankConfig;
+use colmem_core::{AgentId, Timestamp};
+use colmem_llm::{ChatServerConfig, EmbeddingServerConfig, OfflineConfig};
+use serde::{Deserialize, Deserializer};
+
+use crate::error::{Error, Result};
+
+/// Environment variables with the `COLMEM_` prefix that are not configuration keys.
+pub const NOT_CONFIG_VARS: &[&str] = &["COLMEM_DIR", "COLMEM_CONFIG", "COLMEM_LOG"];
+
+/// The prefix of configuration overrides.
+pub const ENV_PREFIX: &str = "COLMEM_";
+
+/// The file name `colmem init` writes and `Memory::open` callers read by default.
+pub const CONFIG_FILE: &str = "colmem.toml";
+
+/// The whole configuration. Every section is optional; the defaults run offline.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Where "now" comes from.
+    pub clock: ClockConfig,
+    /// The embedder: offline (default), a local model directory, or an OpenAI-compatible server.
+    pub embedder: EmbedderConfig,
+    /// An OpenAI-compatible chat model for the model-backed roles; `None` runs the offline roles.
+    pub chat: Option<ChatServerConfig>,
+    /// Write and read policies and the system policy.
+    pub policy: PolicyConfig,
+    /// The constructor role's thresholds.
+    pub constructor: ConstructorConfig,
+    /// The retriever role's thresholds (k and routing).
+    pub retriever: RetrieverConfig,
+    /// The AMA pipeline: judge retry rounds (`K_r`), which granularities are stored, retention.
+    pub pipeline: PipelineConfig,
+    /// ConMem strategy cards: the read path (scoring, MMR, expansion, composition) and
+    /// the write path (admission, merging). A section given must be given whole.
+    pub cards: BankConfig,
+    /// The index planner and rank fusion.
+    pub index: IndexConfig,
+    /// The SQLite store.
+    pub store: StoreSettings,
+}
+
+/// The clock every read and write takes its time from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClockConfig {
+    /// The system's wall clock (production).
+    #[default]
+    System,
+    /// A logical clock that moves only when told to (scenarios and tests). It starts at
+    /// `start`, or at the last access event's date if that is later.
+    Logical {
+        /// The first moment: RFC 3339, a date, or milliseconds since the epoch.
+        #[serde(deserialize_with = "timestamp")]
+        start: Timestamp,
+    },
+}
+
+/// Which embedder turns text into vectors, by its `kind` key (`offline` when absent).
+#[derive(Clone, PartialEq, Debug)]
+pub enum EmbedderConfig {
+    /// The deterministic offline embedder (no files, no network).
+    Offline(OfflineConfig),
+    /// A sentence-transformers model in a directory, run on the CPU (build with the
+    /// `local` feature).
+    Local(LocalEmbedderConfig),
+    /// An OpenAI-compatible `/embeddings` server.
+    Openai(EmbeddingServerConfig),
+}
+
+impl Default for EmbedderConfig {
+    fn default() -> Self {
+        EmbedderConfig::Offline(OfflineConfig::default())
+    }
+}
+
+impl<'de> Deserialize<'de> for EmbedderConfig {
+    /// Reads `kind` (default `offline`, so an override of one offline key needs no
+    /// `kind`), then the rest of the table as that kind's settings.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut table = toml::Table::deserialize(deserializer)?;
+        let kind = match table.remove("kind") {
+            None => "offline".to_owned(),
+            Some(toml::Value::String(kind)) => kind,
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "embedder kind must be \"offline\", \"local\" or \"openai\", not {other}"
+                )));
+            }
+        };
+        let rest = toml::Value::Table(table);
+        let settings = |e: toml::de::Error| {
+            D::Error::custom(format!("embedder of kind {kind:?}: {}", e.message()))
+        };
+        match kind.as_str() {
+            "offline" => rest
+                .try_into()
+                .map(EmbedderConfig::Offline)
+                .map_err(settings),
+            "local" => rest.try_into().map(EmbedderConfig::Local).map_err(settings),
+            "openai" => rest
+                .try_into()
+                .map(EmbedderConfig::Openai)
+                .map_err(settings),
+            other => Err(D::Error::custom(format!(
+                "unknown embedder kind {other:?}: use \"offline\", \"local\" or \"openai\""
+            ))),
+        }
+    }
+}
+
+/// A local embedding model.
+#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalEmbedderConfig {
+    /// The directory with `config.json`, `tokenizer.json` and `model.safetensors`.
+    pub dir: PathBuf,
+    /// Truncate texts to this many tokens; by default the model's own limit.
+    #[serde(default)]
+    pub max_seq_len: Option<usize>,
+    /// Texts per forward pass.
+    #[serde(default = "local_batch")]
+    pub batch_size: usize,
+}
+
+fn local_batch() -> usize {
+    32
+}
+
+/// Policies: who may write globally, how writes are split, what reads show.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Agents allowed to write `Global` fragments.
+    pub global_writers: BTreeSet<AgentId>,
+    /// The private/shared split with its transformations, per level.
+    pub write: WritePolicies,
+    /// Narrowing and redaction of what reads show.
+    pub read: ReadPolicy,
+}
+
+/// The hybrid index: when to scan exactly, how hard to search HNSW, how to fuse.
+#[derive(Clone, Copy, PartialEq, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Scan exactly when the filter admits at most this many fragments…
+    pub exact_max: u64,
+    /// …or at most this share of all fragments.
+    pub exact_fraction: f64,
+    /// HNSW candidates when the filter admits everything.
+    pub base_candidates: usize,
+    /// Candidate growth as selectivity `s` falls: `base · s^-growth`.
+    pub growth: f64,
+    /// The most HNSW candidates.
+    pub max_candidates: usize,
+    /// The reciprocal-rank-fusion constant.
+    pub rrf_k: f64,
+    /// Weight of the vector signal.
+    pub vector_weight: f64,
+    /// Weight of the BM25 signal.
+    pub lexical_weight: f64,
+    /// How deep each signal is read before fusion.
+    pub depth: usize,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        let planner = colmem_index::PlannerConfig::default();
+        let fusion = colmem_index::FusionConfig::default();
+        IndexConfig {
+            exact_max: planner.exact_max,
+            exact_fraction: planner.exact_fraction,
+            base_candidates: planner.base_candidates,
+            growth: planner.growth,
+            max_candidates: planner.max_candidates,
+            rrf_k: fusion.rrf_k,
+            vector_weight: fusion.vector_weight,
+            lexical_weight: fusion.lexical_weight,
+            depth: fusion.depth,
+        }
+    }
+}
+
+impl IndexConfig {
+    /// The index crate's planner settings.
+    pub fn planner(&self) -> colmem_index::PlannerConfig {
+        colmem_index::PlannerConfig {
+            exact_max: self.exact_max,
+            exact_fraction: self.exact_fraction,
+            base_candidates: self.base_candidates,
+            growth: self.growth,
+            max_candidates: self.max_candidates,
+        }
+    }
+
+    /// The index crate's fusion settings.
+    pub fn fusion(&self) -> colmem_index::FusionConfig {
+        colmem_index::FusionConfig {
+            rrf_k: self.rrf_k,
+            vector_weight: self.vector_weight,
+            lexical_weight: self.lexical_weight,
+            depth: self.depth,
+        }
+    }
+}
+
+/// SQLite settings.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreSettings {
+    /// How long to retry while the database is busy, in milliseconds.
+    pub busy_deadline_ms: u64,
+    /// The largest text value, in bytes.
+    pub max_value_bytes: usize,
+    /// `true`: every commit survives a power cut (`synchronous=FULL`).
+    pub durable_commits: bool,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        StoreSettings {
+            busy_deadline_ms: 10_000,
+            max_value_bytes: 64 * 1024,
+            durable_commits: false,
+        }
+    }
+}
+
+fn timestamp<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Timestamp, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Millis(i64),
+        Text(String),
+    }
+    match Raw::deserialize(deserializer)? {
+        Raw::Millis(ms) => Ok(Timestamp::from_millis(ms)),
+        Raw::Text(text) => Timestamp::parse(&text).map_err(serde::de::Error::custom),
+    }
+}
+
+impl Config {
+    /// Parses a configuration from TOML text; `origin` names it in errors (a path).
+    /// Errors name the key and the line.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Config> {
+        toml::from_str(text).map_err(|e| Error::ConfigFile {
+            path: origin.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })
+    }
+
+    /// Reads `path` (the defaults if it does not exist and `required` is false),
+    /// then applies the `COLMEM_…` overrides from `vars`.
+    pub fn load(
+        path: &Path,
+        required: bool,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config> {
+        let origin = path.display().to_string();
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => String::new(),
+            Err(source) => {
+                return Err(Error::Io {
+                    what: "cannot read the configuration file",
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        // Parse the file on its own first, so its errors carry its line numbers.
+        Config::from_toml(&text, &origin)?;
+        let mut table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| Error::ConfigFile {
+                    path: origin.clone(),
+                    message: e.to_string(),
+                })?;
+        let mut applied = Vec::new();
+        for (var, value) in vars {
+            if let Some(path) = override_path(&var) {
+                set_path(&mut table, &path, parse_value(&value));
+                applied.push(var);
+            }
+        }
+        if applied.is_empty() {
+            return Config::from_toml(&text, &origin);
+        }
+        toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| Error::ConfigEnv {
+                vars: applied.join(", "),
+                message: e.to_string().trim_end().to_owned(),
+            })
+    }
+
+    /// [`Config::load`] with the process's environment.
+    pub fn load_with_env(path: &Path, required: bool) -> Result<Config> {
+        Config::load(path, required, std::env::vars())
+    }
+}
+
+/// The key path an override variable names, or `None` if it is not an override.
+fn override_path(var: &str) -> Option<Vec<String>> {
+    let rest = var.strip_prefix(ENV_PREFIX)?;
+    if rest.is_empty() || NOT_CONFIG_VARS.contains(&var) {
+        return None;
+    }
+    Some(rest.split("__").map(|part| part.to_lowercase()).collect())
+}
+
+/// A value as TOML if it parses as one, else as a string.
+fn parse_value(raw: &str) -> toml::Value {
+    let wrapped = format!("v = {raw}");
+    match wrapped.parse::<toml::Table>() {
+        Ok(mut table) => table
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(raw.to_owned())),
+        Err(_) => toml::Value::String(raw.to_owned()),
+    }
+}
+
+fn set_path(table: &mut toml::Table, path: &[String], value: toml::Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut current = table;
+    for key in parents {
+        let entry = current
+            .entry(key.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        let toml::Value::Table(next) = entry else {
+            return;
+        };
+        current = next;
+    }
+    current.insert(last.clone(), value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn load_text(text: &str, env: &[(&str, &str)]) -> Result<Config> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("colmem.toml");
+        std::fs::write(&path, text).unwrap();
+        Config::load(&path, true, vars(env))
+    }
+
+    #[test]
+    fn an_empty_file_is_the_offline_default() {
+        let config = load_text("", &[]).unwrap();
+        assert_eq!(config.clock, ClockConfig::System);
+        assert!(matches!(config.embedder, EmbedderConfig::Offline(_)));
+        assert!(config.chat.is_none());
+        assert_eq!(config.pipeline.rounds, 2);
+    }
+
+    #[test]
+    fn every_section_parses() {
+        let config = load_text(
+            r#"
+            [clock]
+            kind = "logical"
+            start = "2026-01-01T00:00:00Z"
+
+            [embedder]
+            kind = "openai"
+            base_url = "http://127.0.0.1:8000/v1"
+            model = "bge-small"
+            dim = 384
+            api_key_env = "MY_KEY"
+
+            [chat]
+            base_url = "http://127.0.0.1:8000/v1"
+            model = "qwen"
+
+            [policy]
+            global_writers = ["librarian"]
+            [policy.read]
+            top_k_per_tier = 3
+
+            [retriever]
+            k_min = 7
+
+            [pipeline]
+            rounds = 4
+
+            [index]
+            exact_max = 100
+
+            [store]
+            durable_commits = true
+            "#,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            config.clock,
+            ClockConfig::Logical {
+                start: Timestamp::parse("2026-01-01").unwrap()
+            }
+        );
+        let EmbedderConfig::Openai(server) = &config.embedder else {
+            panic!("{:?}", config.embedder)
+        };
+        assert_eq!(server.endpoint.api_key_env.as_deref(), Some("MY_KEY"));
+        assert_eq!(config.chat.unwrap().model, "qwen");
+        assert_eq!(config.policy.read.top_k_per_tier, Some(3));
+        assert_eq!(config.policy.global_writers.len(), 1);
+        assert_eq!(config.retriever.k_min, 7);
+        assert_eq!(config.pipeline.rounds, 4);
+        assert_eq!(config.index.planner().exact_max, 100);
+        assert!(config.store.durable_commits);
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_line() {
+        let err = load_text("[retriever]\nk_min = 3\nk_mni = 4\n", &[]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("line 3") && text.contains("k_mni"), "{text}");
+        let err = load_text("[pipeline]\nrounds = \"many\"\n", &[]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("line 2") && text.contains("rounds"), "{text}");
+        let err = load_text("[clock]\nkind = \"logical\"\nstart = \"soon\"\n", &[]).unwrap_err();
+        assert!(err.to_string().contains("invalid time"), "{err}");
+        let err = load_text("[embedder]\nkind = \"offline\"\ndimm = 3\n", &[]).unwrap_err();
+        assert!(err.to_string().contains("dimm"), "{err}");
+        let err = load_text("[embedder]\nkind = \"quantum\"\n", &[]).unwrap_err();
+        assert!(err.to_string().contains("unknown embedder kind"), "{err}");
+        let err = load_text("[store\n", &[]).unwrap_err();
+        assert!(matches!(err, Error::ConfigFile { .. }), "{err}");
+    }
+
+    #[test]
+    fn environment_overrides_win_and_are_typed() {
+        let config = load_text(
+            "[retriever]\nk_min = 3\n",
+            &[
+                ("COLMEM_RETRIEVER__K_MIN", "9"),
+                ("COLMEM_PIPELINE__ROUNDS", "0"),
+                ("COLMEM_EMBEDDER__KIND", "offline"),
+                ("COLMEM_EMBEDDER__DIM", "64"),
+                ("COLMEM_DIR", "/ignored"),
+                ("OTHER", "x"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.retriever.k_min, 9);
+        assert_eq!(config.pipeline.rounds, 0);
+        let EmbedderConfig::Offline(offline) = config.embedder else {
+            panic!()
+        };
+        assert_eq!(offline.dim, 64);
+        let config = load_text("", &[("COLMEM_EMBEDDER__DIM", "32")]).unwrap();
+        assert!(matches!(config.embedder, EmbedderConfig::Offline(o) if o.dim == 32));
+        let err = load_text("", &[("COLMEM_PIPELINE__ROUNDZ", "1")]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("COLMEM_PIPELINE__ROUNDZ") && text.contains("roundz"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_missing_file_is_the_default_unless_required() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("none.toml");
+        assert!(Config::load(&path, false, Vec::new()).is_ok());
+        assert!(matches!(
+            Config::load(&path, true, Vec::new()),
+            Err(Error::Io { .. })
+        ));
+    }
+}

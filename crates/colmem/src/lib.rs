@@ -1,0 +1,68 @@
+//! colmem: a memory layer for teams of LLM agents that serve many users.
+//!
+//! This crate is the facade: it wires the parts together and re-exports them,
+//! and holds no domain logic of its own.
+//!
+//! - [`Memory::open`] opens a data directory: one SQLite file (`colmem.db`), the
+//!   derived indexes (`index/`: usearch HNSW and tantivy BM25, caught up from the
+//!   store's change feed), the embedder and the roles the [`Config`] names
+//!   (offline by default), and the access graph rebuilt from the store's event
+//!   log. The directory is locked against a second writer.
+//! - [`Memory::admin`] is the administrator's handle: principals, grants and
+//!   revocations, audit queries, the access matrix, "who could see this", and
+//!   explanations of the read rule.
+//! - [`Config`] is read from TOML with `COLMEM_…` environment overrides.
+//!
+//! Every read and write takes its time from the memory's clock (the system
+//! clock, or a logical clock for scenarios and tests): no caller picks the time
+//! of a read.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod admin;
+mod config;
+mod error;
+mod lock;
+mod memory;
+mod session;
+mod upkeep;
+
+pub use admin::{AccessMatrix, Admin, MatrixCell};
+pub use config::{
+    CONFIG_FILE, ClockConfig, Config, ENV_PREFIX, EmbedderConfig, IndexConfig, LocalEmbedderConfig,
+    NOT_CONFIG_VARS, PolicyConfig, StoreSettings,
+};
+pub use error::{Error, Result};
+pub use lock::LOCK_FILE;
+pub use memory::{Access, INDEX_DIR, Memory, STORE_FILE};
+pub use session::Session;
+pub use upkeep::ReindexReport;
+
+pub use colmem_ama::{
+    Answered, Origin, PipelineConfig, Recall, RecallOptions, Recalled, Remembered, RoundKind,
+    TurnInput,
+};
+
+pub use colmem_access::{Check, Condition, Explanation};
+pub use colmem_cards::{
+    BankConfig, Budget, ComposedCard, Composition, LearnReport, TaskContext, Trajectory,
+};
+pub use colmem_core::{
+    AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Edge, ErrorKind, Forbidden,
+    Fragment, FragmentId, Granularity, GroupId, GroupKind, Kind, Member, Principal, ResourceId,
+    Scope, StoredFragment, Timestamp, UserId, View,
+};
+pub use colmem_eval::locomo;
+pub use colmem_store::{AuditProblem, AuditStatus, BackupReport};
+
+/// Each part on its own, for callers that want more than the facade shows.
+pub mod parts {
+    pub use colmem_access as access;
+    pub use colmem_ama as ama;
+    pub use colmem_cards as cards;
+    pub use colmem_core as core;
+    pub use colmem_eval as eval;
+    pub use colmem_index as index;
+    pub use colmem_llm as llm;
+    pub use colmem_store as store;
+}

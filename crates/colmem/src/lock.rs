@@ -1,0 +1,92 @@
+//! The data directory's writer lock: an exclusive OS file lock on `dir/lock`,
+//! held while a [`Memory`](crate::Memory) is open for writing, so two processes
+//! never update the same index files.
+//!
+//! The lock is the operating system's (`flock` on Unix, `LockFileEx` on
+//! Windows, through `std::fs::File::try_lock`): it is released when the holder
+//! exits, even by a crash, so a stale lock file never blocks anyone.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// The lock file's name inside the data directory.
+pub const LOCK_FILE: &str = "lock";
+
+/// An exclusive lock on a data directory, released on drop.
+#[derive(Debug)]
+pub(crate) struct DirLock {
+    _file: File,
+}
+
+impl DirLock {
+    /// Takes the lock on `dir` without waiting; [`Error::Locked`] if another
+    /// process (or another open memory in this one) holds it.
+    pub(crate) fn acquire(dir: &Path) -> Result<DirLock> {
+        let path = dir.join(LOCK_FILE);
+        let io = |source| Error::Io {
+            what: "cannot open the lock file",
+            path: path.clone(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::Locked {
+                    dir: dir.to_path_buf(),
+                    holder: holder(&mut file),
+                });
+            }
+            Err(TryLockError::Error(source)) => return Err(io(source)),
+        }
+        // Say who holds it, for the error another process will print.
+        let pid = std::process::id();
+        file.set_len(0)
+            .and_then(|()| file.seek(SeekFrom::Start(0)))
+            .and_then(|_| writeln!(file, "{pid}"))
+            .map_err(io)?;
+        Ok(DirLock { _file: file })
+    }
+}
+
+/// ` (pid N)` from a lock file the holder wrote its pid into, else empty.
+fn holder(file: &mut File) -> String {
+    let mut text = String::new();
+    match file.read_to_string(&mut text) {
+        Ok(_) => match text.trim().parse::<u32>() {
+            Ok(pid) => format!(" (pid {pid})"),
+            Err(_) => String::new(),
+        },
+        Err(_) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_writer_is_refused_until_the_first_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = DirLock::acquire(dir.path()).unwrap();
+        let err = DirLock::acquire(dir.path()).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::Locked { .. }), "{text}");
+        assert!(
+            text.contains(&format!("pid {}", std::process::id())),
+            "{text}"
+        );
+        assert!(dir.path().join(LOCK_FILE).exists());
+        drop(first);
+        assert!(DirLock::acquire(dir.path()).is_ok());
+    }
+}

@@ -1,0 +1,347 @@
+//! [`Memory`]: one data directory opened — the SQLite store, the derived
+//! indexes, the embedder, the access graph rebuilt from the store's event log,
+//! and the clock that decides "now".
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use colmem_access::{AccessGraph, SystemPolicy};
+use colmem_ama::{OfflineConstructor, OfflineRetriever, Pipeline, Roles};
+use colmem_cards::CardBank;
+use colmem_core::ChangeFeed as _;
+use colmem_core::{AgentId, Clock, LogicalClock, Principal, SystemClock, Timestamp, UserId};
+use colmem_index::{
+    CatchUp, HnswConfig, HnswIndex, HybridConfig, HybridIndex, LexicalIndex, OpenReport,
+    TantivyBm25, VectorIndex,
+};
+use colmem_llm::{ApproxTokenCounter, Embedder, OfflineEmbedder, OpenAiEmbedder};
+use colmem_store::{FragmentStore, Mode, SqliteStore, StoreConfig, Synchronous};
+
+use crate::config::{ClockConfig, Config, EmbedderConfig};
+use crate::error::{Error, Result};
+use crate::lock::DirLock;
+
+/// The store's file inside the data directory.
+pub const STORE_FILE: &str = "colmem.db";
+/// The index directory inside the data directory.
+pub const INDEX_DIR: &str = "index";
+
+/// How a memory was opened.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Access {
+    /// Reads and writes; the directory is locked against other writers.
+    ReadWrite,
+    /// Reads only: no lock, the store opened read-only, the index not loaded.
+    ReadOnly,
+}
+
+/// An open data directory. See the [crate docs](crate).
+#[derive(Debug)]
+pub struct Memory {
+    pub(crate) dir: PathBuf,
+    pub(crate) config: Config,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) logical: Option<Arc<LogicalClock>>,
+    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) index: Arc<HybridIndex>,
+    pub(crate) embedder: Arc<dyn Embedder>,
+    pub(crate) graph: RwLock<AccessGraph>,
+    pub(crate) system: SystemPolicy,
+    pub(crate) access: Access,
+    pub(crate) pipeline: Pipeline,
+    pub(crate) cards: CardBank,
+    report: OpenReport,
+    _lock: Option<DirLock>,
+}
+
+impl Memory {
+    /// Whether `dir` holds a colmem store.
+    pub fn exists(dir: &Path) -> bool {
+        dir.join(STORE_FILE).is_file()
+    }
+
+    /// Opens (creating if needed) the data directory `dir` for reading and writing.
+    ///
+    /// Takes the directory's writer lock (a second writer gets [`Error::Locked`]),
+    /// opens `dir/colmem.db`, rebuilds the access graph from its event log, and
+    /// opens the indexes in `dir/index/`, catching up from the store's change feed.
+    pub fn open(dir: impl AsRef<Path>, config: Config) -> Result<Memory> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            what: "cannot create the data directory",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let lock = DirLock::acquire(dir)?;
+        Memory::open_with(dir, config, Access::ReadWrite, Some(lock))
+    }
+
+    /// Opens an existing data directory for reading only, without the writer lock,
+    /// so a writer may hold the directory meanwhile: for audits, explanations,
+    /// exports and backups. The store is opened read-only and the indexes are not
+    /// loaded; sessions cannot be opened on it (a read is audited, which writes).
+    pub fn open_read_only(dir: impl AsRef<Path>, config: Config) -> Result<Memory> {
+        let dir = dir.as_ref();
+        if !Memory::exists(dir) {
+            return Err(Error::NotInitialised {
+                dir: dir.to_path_buf(),
+            });
+        }
+        Memory::open_with(dir, config, Access::ReadOnly, None)
+    }
+
+    fn open_with(
+        dir: &Path,
+        config: Config,
+        access: Access,
+        lock: Option<DirLock>,
+    ) -> Result<Memory> {
+        let (clock, logical): (Arc<dyn Clock>, Option<Arc<LogicalClock>>) = match config.clock {
+            ClockConfig::System => (Arc::new(SystemClock), None),
+            ClockConfig::Logical { start } => {
+                let logical = Arc::new(LogicalClock::new(start));
+                (logical.clone(), Some(logical))
+            }
+        };
+        let store_config = StoreConfig {
+            max_value_bytes: config.store.max_value_bytes,
+            busy_deadline: Duration::from_millis(config.store.busy_deadline_ms),
+            mode: match access {
+                Access::ReadWrite => Mode::ReadWrite,
+                Access::ReadOnly => Mode::ReadOnly,
+            },
+            synchronous: if config.store.durable_commits {
+                Synchronous::Full
+            } else {
+                Synchronous::Normal
+            },
+            clock: clock.clone(),
+            ..StoreConfig::default()
+        };
+        let store = Arc::new(SqliteStore::open(dir.join(STORE_FILE), store_config)?);
+        let events = store.access_events()?;
+        if let (Some(logical), Some(last)) = (&logical, events.last()) {
+            // A logical clock never reads earlier than history already written.
+            if last.at > logical.now() {
+                logical.set(last.at)?;
+            }
+        }
+        let graph = AccessGraph::from_events(&events)?;
+        let embedder = embedder(&config.embedder)?;
+        let vector: Arc<dyn VectorIndex> =
+            Arc::new(HnswIndex::new(embedder.dim(), HnswConfig::default())?);
+        let lexical: Arc<dyn LexicalIndex> = Arc::new(TantivyBm25::new()?);
+        let hybrid = HybridConfig {
+            planner: config.index.planner(),
+            fusion: config.index.fusion(),
+            embedder: Some(embedder.id().to_owned()),
+        };
+        let (index, report) = match access {
+            Access::ReadWrite => HybridIndex::open(
+                &dir.join(INDEX_DIR),
+                vector,
+                Some(lexical),
+                hybrid,
+                store.as_ref(),
+            )?,
+            // Sessions need a writable memory, so a read-only one never searches:
+            // its index stays empty instead of being rebuilt in memory.
+            Access::ReadOnly => (
+                HybridIndex::new(vector, Some(lexical), hybrid),
+                OpenReport {
+                    restored: false,
+                    rebuild_reason: Some("opened read-only: the index is not loaded".to_owned()),
+                    catch_up: CatchUp::default(),
+                },
+            ),
+        };
+        let index = Arc::new(index);
+        let system = SystemPolicy {
+            global_writers: config.policy.global_writers.clone(),
+        };
+        let roles = Roles {
+            constructor: Arc::new(OfflineConstructor::new(config.constructor)),
+            retriever: Arc::new(OfflineRetriever::new(config.retriever)),
+            ..Roles::offline()
+        };
+        let pipeline = Pipeline::new(
+            store.clone(),
+            index.clone(),
+            embedder.clone(),
+            roles,
+            config.pipeline,
+        );
+        let cards = CardBank::new(
+            store.clone(),
+            embedder.clone(),
+            Arc::new(ApproxTokenCounter),
+            colmem_cards::Roles::offline(),
+            config.cards,
+        )?;
+        Ok(Memory {
+            dir: dir.to_path_buf(),
+            config,
+            clock,
+            logical,
+            store,
+            index,
+            embedder,
+            graph: RwLock::new(graph),
+            system,
+            access,
+            pipeline,
+            cards,
+            report,
+            _lock: lock,
+        })
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The configuration it was opened with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Read-write or read-only.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// "Now" on the memory's clock: the moment every read and write is decided at.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The logical clock, when the configuration asked for one (scenarios and tests
+    /// move it; nothing else can choose the time of a read).
+    pub fn logical_clock(&self) -> Option<&LogicalClock> {
+        self.logical.as_deref()
+    }
+
+    /// The store, for callers that want one part on its own.
+    pub fn store(&self) -> &Arc<SqliteStore> {
+        &self.store
+    }
+
+    /// The hybrid index.
+    pub fn index(&self) -> &Arc<HybridIndex> {
+        &self.index
+    }
+
+    /// The embedder.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// What opening the index did (restored or rebuilt, and why; vectors skipped
+    /// because another embedder made them, which `reindex` fixes).
+    pub fn open_report(&self) -> &OpenReport {
+        &self.report
+    }
+
+    /// Whether a principal is registered.
+    pub fn is_registered(&self, principal: Principal) -> bool {
+        self.graph().contains(principal)
+    }
+
+    /// The agents `user` may invoke now.
+    pub fn invocable(&self, user: UserId) -> Result<std::collections::BTreeSet<AgentId>> {
+        Ok(self.graph().invocable(user, self.now())?)
+    }
+
+    /// The store's change sequence: grows with every change to a fragment.
+    pub fn store_head(&self) -> Result<u64> {
+        Ok(self.store.head()?)
+    }
+
+    /// A copy of the access graph as it stands (its whole history).
+    pub fn access_graph(&self) -> AccessGraph {
+        self.graph().clone()
+    }
+
+    pub(crate) fn graph(&self) -> RwLockReadGuard<'_, AccessGraph> {
+        self.graph.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn graph_mut(&self) -> RwLockWriteGuard<'_, AccessGraph> {
+        self.graph.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn writable(&self) -> Result<()> {
+        match self.access {
+            Access::ReadWrite => Ok(()),
+            Access::ReadOnly => Err(Error::ReadOnly),
+        }
+    }
+
+    /// Refuses names that were never registered, with an error that says so.
+    pub(crate) fn known(&self, user: Option<UserId>, agent: Option<AgentId>) -> Result<()> {
+        let graph = self.graph();
+        if let Some(user) = user
+            && !graph.has_user(user)
+        {
+            return Err(Error::UnknownPrincipal {
+                kind: "user",
+                name: user.as_str().to_owned(),
+            });
+        }
+        if let Some(agent) = agent
+            && !graph.has_agent(agent)
+        {
+            return Err(Error::UnknownPrincipal {
+                kind: "agent",
+                name: agent.as_str().to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes the index snapshot and checkpoints the store, so the next open
+    /// restores instead of catching up. Also done on drop, best effort.
+    pub fn flush(&self) -> Result<()> {
+        self.writable()?;
+        self.index.catch_up(self.store.as_ref())?;
+        self.index.persist()?;
+        self.store.checkpoint()?;
+        Ok(())
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        if self.access == Access::ReadWrite {
+            // Best effort: a lost snapshot only costs a catch-up on the next open.
+            let _ = self.index.persist();
+        }
+    }
+}
+
+/// The embedder the configuration names.
+fn embedder(config: &EmbedderConfig) -> Result<Arc<dyn Embedder>> {
+    Ok(match config {
+        EmbedderConfig::Offline(offline) => Arc::new(OfflineEmbedder::new(*offline)?),
+        EmbedderConfig::Openai(server) => Arc::new(OpenAiEmbedder::new(server.clone())?),
+        EmbedderConfig::Local(local) => local_embedder(local)?,
+    })
+}
+
+#[cfg(feature = "local")]
+fn local_embedder(local: &crate::config::LocalEmbedderConfig) -> Result<Arc<dyn Embedder>> {
+    let mut model = colmem_llm::LocalModelConfig::new(local.dir.clone());
+    model.max_seq_len = local.max_seq_len;
+    model.batch_size = local.batch_size;
+    Ok(Arc::new(colmem_llm::LocalEmbedder::load(&model)?))
+}
+
+#[cfg(not(feature = "local"))]
+fn local_embedder(local: &crate::config::LocalEmbedderConfig) -> Result<Arc<dyn Embedder>> {
+    Err(Error::InvalidConfig(format!(
+        "embedder kind \"local\" ({}) needs a build with the `local` feature: rebuild colmem with --features local, or use kind = \"offline\" or \"openai\"",
+        local.dir.display()
+    )))
+}

@@ -1,0 +1,161 @@
+//! [`Session`]: one user served by one agent. Every call re-checks the pair
+//! against the access graph at the memory's now and runs the AMA pipeline under
+//! that context; the caller never chooses the time of a read.
+
+use colmem_access::{Context, Hit};
+use colmem_ama::{Answered, Caller, Recall, RecallOptions, Recalled, Remembered, TurnInput};
+use colmem_cards::{Budget, Composition, LearnReport, TaskContext, Trajectory, Writer};
+use colmem_core::{AgentId, Fragment, FragmentId, Scope, UserId};
+use colmem_store::{FragmentStore as _, ReadRecord};
+
+use crate::error::Result;
+use crate::memory::Memory;
+
+/// A user served by an agent; see [`Memory::session`].
+#[derive(Clone, Copy, Debug)]
+pub struct Session<'m> {
+    memory: &'m Memory,
+    user: UserId,
+    agent: AgentId,
+}
+
+impl Memory {
+    /// A session of `user` served by `agent`: *forbidden* unless the user may invoke
+    /// the agent now (on the memory's clock). Each call on the session checks again
+    /// at its own moment, so a revocation takes effect on the next call.
+    pub fn session(&self, user: UserId, agent: AgentId) -> Result<Session<'_>> {
+        self.writable()?;
+        self.known(Some(user), Some(agent))?;
+        let ctx = Context::new(user, agent, self.clock.as_ref());
+        self.graph().compile(&ctx)?;
+        Ok(Session {
+            memory: self,
+            user,
+            agent,
+        })
+    }
+}
+
+/// A recalled fragment as a read policy sees it.
+struct Shown(Recalled);
+
+impl Hit for Shown {
+    fn fragment(&self) -> &Fragment {
+        &self.0.fragment
+    }
+
+    fn fragment_mut(&mut self) -> &mut Fragment {
+        &mut self.0.fragment
+    }
+
+    fn score(&self) -> f32 {
+        self.0.score as f32
+    }
+}
+
+impl<'m> Session<'m> {
+    /// The user.
+    pub fn user(&self) -> UserId {
+        self.user
+    }
+
+    /// The serving agent.
+    pub fn agent(&self) -> AgentId {
+        self.agent
+    }
+
+    /// Runs `body` with a caller checked against the graph at the memory's now.
+    fn with_caller<T>(&self, body: impl FnOnce(&Caller<'_>) -> Result<T>) -> Result<T> {
+        let graph = self.memory.graph();
+        let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
+        let caller = Caller::new(&graph, &self.memory.system, ctx)?;
+        body(&caller)
+    }
+
+    /// Remembers one interaction (a dialogue turn) through the AMA write path:
+    /// raw turn, facts, an episode when one closes, profile entries, and updates of
+    /// stale facts, each through the write rule.
+    pub fn remember(&self, turn: &TurnInput) -> Result<Remembered> {
+        self.with_caller(|caller| Ok(self.memory.pipeline.remember(caller, turn)?))
+    }
+
+    /// Closes the open episode of conversation session `session`, writing its
+    /// summary; `None` if no turns were pending.
+    pub fn close_episode(&self, session: &str) -> Result<Option<FragmentId>> {
+        self.with_caller(|caller| Ok(self.memory.pipeline.close_episode(caller, session)?))
+    }
+
+    /// Recalls what this session may see about `query` (retrieval-only mode). A
+    /// history read sets `options.view`; permissions are still those of now. The
+    /// configured read policy narrows or redacts the result, and the read is audited
+    /// with the ids it returned.
+    pub fn recall(&self, query: &str, options: &RecallOptions) -> Result<Recall> {
+        self.with_caller(|caller| {
+            let mut recall = self.memory.pipeline.recall(caller, query, options)?;
+            recall.hits = self.shown(recall.hits)?;
+            self.audit_read(&recall)?;
+            Ok(recall)
+        })
+    }
+
+    /// Full mode: recall, then answer from the evidence (offline: the best span).
+    pub fn answer(&self, query: &str, options: &RecallOptions) -> Result<Answered> {
+        self.with_caller(|caller| {
+            let mut answered = self.memory.pipeline.answer(caller, query, options)?;
+            answered.recall.hits = self.shown(answered.recall.hits)?;
+            self.audit_read(&answered.recall)?;
+            Ok(answered)
+        })
+    }
+
+    /// Composes the strategy cards this session may see for `task` into a budget of
+    /// `budget` tokens (ConMem's read path); the read is audited. Only cards created
+    /// up to now are seen.
+    pub fn compose_cards(&self, task: &TaskContext, budget: usize) -> Result<Composition> {
+        self.with_caller(|caller| {
+            Ok(self
+                .memory
+                .cards
+                .compose(caller.filter(), task, &Budget::new(budget))?)
+        })
+    }
+
+    /// Runs ConMem's write path on scored task trajectories: warnings from failures,
+    /// strategies from successes, admission and merging, each card through the write
+    /// rule as this session, under `scope` (the default for an observation if `None`).
+    pub fn learn_cards(
+        &self,
+        trajectories: &[Trajectory],
+        scope: Option<Scope>,
+    ) -> Result<LearnReport> {
+        let graph = self.memory.graph();
+        let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
+        graph.compile(&ctx)?;
+        let writer = Writer {
+            graph: &graph,
+            ctx,
+            system: &self.memory.system,
+            scope,
+        };
+        Ok(self.memory.cards.learn(&writer, trajectories)?)
+    }
+
+    fn shown(&self, hits: Vec<Recalled>) -> Result<Vec<Recalled>> {
+        let shown = self
+            .memory
+            .config
+            .policy
+            .read
+            .apply(hits.into_iter().map(Shown).collect())?;
+        Ok(shown.into_iter().map(|s| s.0).collect())
+    }
+
+    fn audit_read(&self, recall: &Recall) -> Result<()> {
+        self.memory.store.record_reads(&[ReadRecord {
+            user: self.user,
+            agent: self.agent,
+            returned: recall.hits.iter().map(|h| h.fragment.id).collect(),
+        }])?;
+        Ok(())
+    }
+}
