@@ -9,6 +9,7 @@ mod bench_index;
 mod bench_store;
 mod fetch_model;
 mod scenario_access;
+mod scenario_cards;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -76,6 +77,7 @@ fn run() -> Result<ExitCode> {
     match cli.command {
         Task::Scenario { name, json } => match name.as_str() {
             "access" | "all" => scenario_access::run(json)?,
+            "cards" => scenario_cards::run(json)?,
             other => bail!("unknown scenario {other:?}: try `access` or `all`"),
         },
         Task::Bench { bench } => {
