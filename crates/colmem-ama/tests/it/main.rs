@@ -1,0 +1,5 @@
+//! Integration tests of colmem-ama: the model-backed roles on recorded cassettes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod llm;
