@@ -34,8 +34,8 @@ impl Specialist {
         }
     }
 
-    /// The agent's tools among `usable`, best topic match with `query` first (ties keep the
-    /// configured order). Tools with no term in common with the query come last.
+    /// The agent's tools among `usable` whose topic shares a term with `query`, best match
+    /// first (ties keep the configured order).
     pub fn route<'a>(&'a self, query: &str, usable: &[ResourceId]) -> Vec<&'a Arc<dyn Resource>> {
         let terms = analyze(query);
         let mut ranked: Vec<(usize, usize, &Arc<dyn Resource>)> = self
@@ -48,6 +48,7 @@ impl Specialist {
                 let shared = terms.iter().filter(|t| topic.contains(t)).count();
                 (shared, i, r)
             })
+            .filter(|(shared, _, _)| *shared > 0)
             .collect();
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         ranked.into_iter().map(|(_, _, r)| r).collect()

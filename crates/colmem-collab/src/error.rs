@@ -16,6 +16,9 @@ pub enum Error {
     /// The access kernel refused a change or a write.
     #[error(transparent)]
     Access(#[from] colmem_access::AccessError),
+    /// The memory pipeline failed.
+    #[error(transparent)]
+    Memory(#[from] colmem_ama::Error),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] colmem_store::Error),
@@ -62,6 +65,7 @@ impl Error {
         match self {
             Error::Forbidden(_) => ErrorKind::Forbidden,
             Error::Access(e) => e.kind(),
+            Error::Memory(e) => e.kind(),
             Error::Store(e) => e.kind(),
             Error::Index(e) => e.kind(),
             Error::Model(e) => e.kind(),

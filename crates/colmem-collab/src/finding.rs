@@ -1,9 +1,10 @@
 //! Findings: what an agent learned from a tool, in the text form it is remembered in, and
 //! the aggregator that combines several agents' answers into one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use colmem_core::{AgentId, FragmentId, ResourceId};
+use colmem_index::analyze;
 use serde::Serialize;
 
 const MARK: &str = " (answer: ";
@@ -22,6 +23,23 @@ impl Finding {
     /// The text a finding is remembered as.
     pub fn to_content(&self) -> String {
         format!("{}{MARK}{})", self.evidence, self.answer)
+    }
+
+    /// How well this finding answers `query`: the share of its subject terms (the evidence's
+    /// analysed terms, less the answer's) that the query holds. A paraphrase of the question
+    /// that produced it holds them all; a question about another entity or attribute lacks
+    /// some. 0 when the finding has no subject terms.
+    pub fn match_score(&self, query: &str) -> f32 {
+        let answer: BTreeSet<String> = analyze(&self.answer).into_iter().collect();
+        let subject: BTreeSet<String> = analyze(&self.evidence)
+            .into_iter()
+            .filter(|t| !answer.contains(t))
+            .collect();
+        if subject.is_empty() {
+            return 0.0;
+        }
+        let asked: BTreeSet<String> = analyze(query).into_iter().collect();
+        subject.iter().filter(|t| asked.contains(*t)).count() as f32 / subject.len() as f32
     }
 
     /// Reads a remembered finding back; `None` for text that is not one.
@@ -111,6 +129,18 @@ mod tests {
         assert_eq!(Finding::parse(&f.to_content()), Some(f));
         assert_eq!(Finding::parse("just a remembered sentence"), None);
         assert_eq!(Finding::parse("x (answer: )"), None);
+    }
+
+    #[test]
+    fn a_finding_matches_paraphrases_of_its_question_only() {
+        let f = Finding {
+            evidence: "The credit rating of Valmora is AA.".into(),
+            answer: "AA".into(),
+        };
+        assert_eq!(f.match_score("Which credit rating does Valmora have?"), 1.0);
+        assert!(f.match_score("What is the credit limit of Valmora?") < 0.8);
+        assert!(f.match_score("What is the credit rating of Tessel?") < 0.8);
+        assert_eq!(f.match_score(""), 0.0);
     }
 
     #[test]

@@ -19,6 +19,7 @@
 
 mod agent;
 mod checker;
+mod collaboration;
 mod coordinator;
 mod error;
 mod event;
@@ -28,6 +29,7 @@ mod resource;
 
 pub use agent::Specialist;
 pub use checker::{CheckReport, Checker, Violation};
+pub use collaboration::{CollabConfig, Collaboration, Outcome, Sharing};
 pub use coordinator::{
     Coordinator, LlmCoordinator, OfflineCoordinator, OutOfSet, Selection, SelectionConfig,
 };
