@@ -19,7 +19,7 @@ use std::fmt;
 use colmem_core::{CardFields, CardRelation, CardSign};
 use serde::{Deserialize, Serialize};
 
-use crate::card::{Card, CardDraft, card_directives, precondition};
+use crate::card::{Card, CardDraft, card_directives};
 use crate::error::Result;
 use crate::read::{Needs, TaskContext};
 use crate::text::{self, Polarity};
@@ -466,9 +466,4 @@ pub fn precondition_live(precondition: &str, live: &BTreeSet<String>) -> bool {
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .all(|p| live.iter().any(|l| l.eq_ignore_ascii_case(p)))
-}
-
-/// The precondition of a card's applicability, if any (re-exported for role implementations).
-pub fn card_precondition(fields: &CardFields) -> Option<String> {
-    precondition(&fields.applicability)
 }
