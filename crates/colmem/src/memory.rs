@@ -121,10 +121,13 @@ impl Memory {
         };
         let store = Arc::new(SqliteStore::open(dir.join(STORE_FILE), store_config)?);
         let events = store.access_events()?;
-        if let (Some(logical), Some(last)) = (&logical, events.last()) {
-            // A logical clock never reads earlier than history already written.
-            if last.at > logical.now() {
-                logical.set(last.at)?;
+        if let Some(logical) = &logical {
+            // A logical clock never reads earlier than the history already recorded.
+            let last_event = events.last().map(|e| e.at);
+            if let Some(latest) = last_event.max(latest_record_time(&store)?)
+                && latest > logical.now()
+            {
+                logical.set(latest)?;
             }
         }
         let graph = AccessGraph::from_events(&events)?;
@@ -319,6 +322,27 @@ impl Drop for Memory {
             let _ = self.index.persist();
         }
     }
+}
+
+/// Changes looked at to find the latest record time.
+const RECENT_CHANGES: u64 = 64;
+
+/// The latest record time among the most recent changes: creation, supersession
+/// or deletion of the fragments they touch.
+fn latest_record_time(store: &SqliteStore) -> Result<Option<Timestamp>> {
+    let head = store.head()?;
+    let start = head.saturating_sub(RECENT_CHANGES);
+    let changes = store.changes_after(start, RECENT_CHANGES as usize)?;
+    let ids: Vec<_> = changes.iter().map(|c| c.fragment).collect();
+    Ok(store
+        .load(&ids)?
+        .iter()
+        .flat_map(|s| {
+            let f = &s.fragment;
+            [Some(f.provenance.created_at), f.superseded_at, f.deleted_at]
+        })
+        .flatten()
+        .max())
 }
 
 /// The embedder the configuration names.

@@ -1,0 +1,486 @@
+//! The facade end to end on a logical clock: opening and reopening a directory,
+//! the writer lock, sessions and the read rule at each call's moment, atomic
+//! grants, audits, history reads, re-indexing and strategy cards.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+
+use colmem::{
+    AgentId, AuditStatus, ClockConfig, Config, Edge, EmbedderConfig, Error, ErrorKind, Granularity,
+    Memory, Origin, Principal, RecallOptions, TaskContext, Timestamp, Trajectory, TurnInput,
+    UserId, View, parts,
+};
+
+const START: &str = "2026-01-01T00:00:00Z";
+const MINUTE: i64 = 60_000;
+
+fn logical() -> Config {
+    Config {
+        clock: ClockConfig::Logical {
+            start: Timestamp::parse(START).unwrap(),
+        },
+        ..Config::default()
+    }
+}
+
+fn user(name: &str) -> UserId {
+    UserId::new(name).unwrap()
+}
+
+fn agent(name: &str) -> AgentId {
+    AgentId::new(name).unwrap()
+}
+
+fn tick(memory: &Memory) {
+    memory.logical_clock().unwrap().advance(MINUTE);
+}
+
+/// alice and bob; alice may invoke `planner` and `scribe`, bob only `planner`.
+fn setup(memory: &Memory) {
+    let admin = memory.admin();
+    for u in ["alice", "bob"] {
+        admin.register(Principal::User(user(u))).unwrap();
+    }
+    for a in ["planner", "scribe"] {
+        admin.register(Principal::Agent(agent(a))).unwrap();
+    }
+    for (u, a) in [
+        ("alice", "planner"),
+        ("alice", "scribe"),
+        ("bob", "planner"),
+    ] {
+        admin
+            .grant(
+                Edge::Invoke {
+                    user: user(u),
+                    agent: agent(a),
+                },
+                None,
+                None,
+            )
+            .unwrap();
+    }
+    tick(memory);
+}
+
+fn turn(id: &str, speaker: &str, text: &str) -> TurnInput {
+    TurnInput {
+        dialogue_id: id.to_owned(),
+        session: "s1".to_owned(),
+        speaker: speaker.to_owned(),
+        listener: "assistant".to_owned(),
+        text: text.to_owned(),
+        time: None,
+        origin: Origin::User,
+    }
+}
+
+fn contents(memory: &Memory, u: &str, a: &str, query: &str, view: View) -> Vec<String> {
+    hits(memory, u, a, query, view)
+        .into_iter()
+        .map(|(_, content)| content)
+        .collect()
+}
+
+fn hits(memory: &Memory, u: &str, a: &str, query: &str, view: View) -> Vec<(Granularity, String)> {
+    let options = RecallOptions {
+        view,
+        ..RecallOptions::default()
+    };
+    memory
+        .session(user(u), agent(a))
+        .unwrap()
+        .recall(query, &options)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| (h.fragment.granularity, h.fragment.content))
+        .collect()
+}
+
+#[test]
+fn sessions_are_checked_at_each_call_and_revocation_hides_knowledge() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    assert_eq!(memory.now(), Timestamp::parse(START).unwrap());
+    setup(&memory);
+
+    let err = memory.session(user("bob"), agent("scribe")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    let err = memory.session(user("carol"), agent("scribe")).unwrap_err();
+    assert!(
+        matches!(err, Error::UnknownPrincipal { kind: "user", .. }),
+        "{err}"
+    );
+
+    let scribe = memory.session(user("alice"), agent("scribe")).unwrap();
+    let written = scribe
+        .remember(&turn(
+            "D1:1",
+            "alice",
+            "I am allergic to peanuts and I live in Oslo.",
+        ))
+        .unwrap();
+    assert!(!written.written.is_empty());
+    tick(&memory);
+    let seen = contents(
+        &memory,
+        "alice",
+        "planner",
+        "peanuts allergy",
+        View::Current,
+    );
+    assert!(seen.iter().any(|c| c.contains("peanuts")), "{seen:?}");
+    let bobs = contents(&memory, "bob", "planner", "peanuts allergy", View::Current);
+    assert!(
+        bobs.is_empty(),
+        "user scope keeps alice's memories from bob: {bobs:?}"
+    );
+
+    // The open session fails on its next call once the grant is gone.
+    memory
+        .admin()
+        .revoke(
+            Edge::Invoke {
+                user: user("alice"),
+                agent: agent("scribe"),
+            },
+            None,
+        )
+        .unwrap();
+    tick(&memory);
+    let err = scribe
+        .recall("peanuts", &RecallOptions::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden);
+    // What scribe made is no longer visible through planner either (condition 3).
+    let seen = contents(
+        &memory,
+        "alice",
+        "planner",
+        "peanuts allergy",
+        View::Current,
+    );
+    assert!(seen.iter().all(|c| !c.contains("peanuts")), "{seen:?}");
+}
+
+#[test]
+fn a_refused_event_changes_neither_the_store_nor_the_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let before = memory.access_graph().log().len();
+    let past = Timestamp::parse("2025-01-01").unwrap();
+    let err = memory
+        .admin()
+        .grant(
+            Edge::Invoke {
+                user: user("bob"),
+                agent: agent("scribe"),
+            },
+            Some(past),
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    let err = memory
+        .admin()
+        .revoke(
+            Edge::Invoke {
+                user: user("bob"),
+                agent: agent("scribe"),
+            },
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "nothing to revoke: {err}");
+    assert_eq!(memory.access_graph().log().len(), before);
+    drop(memory);
+    let reopened = Memory::open(dir.path(), logical()).unwrap();
+    assert_eq!(
+        reopened.access_graph().log().len(),
+        before,
+        "the store refused them too"
+    );
+    assert!(reopened.session(user("bob"), agent("scribe")).is_err());
+}
+
+#[test]
+fn the_directory_has_one_writer_and_reopening_restores_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    memory
+        .session(user("alice"), agent("planner"))
+        .unwrap()
+        .remember(&turn(
+            "D1:1",
+            "alice",
+            "My daughter Ingrid plays the violin.",
+        ))
+        .unwrap();
+    let err = Memory::open(dir.path(), logical()).unwrap_err();
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Busy);
+    assert!(err.to_string().contains(&dir.path().display().to_string()));
+    // A reader opens beside the writer, and cannot start sessions.
+    let reader = Memory::open_read_only(dir.path(), logical()).unwrap();
+    assert!(matches!(
+        reader.admin().audit_verify().unwrap(),
+        AuditStatus::Intact { .. }
+    ));
+    assert!(matches!(
+        reader.session(user("alice"), agent("planner")),
+        Err(Error::ReadOnly)
+    ));
+    drop(reader);
+    memory.flush().unwrap();
+    drop(memory);
+
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    assert!(memory.open_report().restored, "{:?}", memory.open_report());
+    assert!(
+        memory.now() > Timestamp::parse(START).unwrap(),
+        "the clock resumes after the log"
+    );
+    let seen = contents(&memory, "alice", "planner", "violin", View::Current);
+    assert!(seen.iter().any(|c| c.contains("violin")), "{seen:?}");
+}
+
+#[test]
+fn history_reads_see_superseded_facts_with_the_permissions_of_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let session = memory.session(user("alice"), agent("planner")).unwrap();
+    session
+        .remember(&turn("D1:1", "alice", "I live in Oslo with my two cats."))
+        .unwrap();
+    tick(&memory);
+    let before_move = memory.now();
+    tick(&memory);
+    let moved = session
+        .remember(&turn(
+            "D1:2",
+            "alice",
+            "I moved to Bergen last month, so now I live in Bergen with my two cats.",
+        ))
+        .unwrap();
+    assert!(
+        !moved.superseded.is_empty(),
+        "the move supersedes the Oslo fact"
+    );
+    tick(&memory);
+    let facts = |view| -> Vec<String> {
+        hits(&memory, "alice", "planner", "where does alice live", view)
+            .into_iter()
+            .filter(|(g, _)| *g == Granularity::Fact)
+            .map(|(_, c)| c)
+            .collect()
+    };
+    let now = facts(View::Current);
+    assert!(now.iter().any(|c| c.contains("Bergen")), "{now:?}");
+    assert!(
+        now.iter().all(|c| !c.contains("Oslo")),
+        "superseded: {now:?}"
+    );
+    let then = facts(View::RecordAsOf(before_move));
+    assert!(then.iter().any(|c| c.contains("Oslo")), "{then:?}");
+    assert!(then.iter().all(|c| !c.contains("Bergen")), "{then:?}");
+    let all = facts(View::AllVersions);
+    assert!(all.iter().any(|c| c.contains("Oslo")) && all.iter().any(|c| c.contains("Bergen")));
+    // Permissions are still those of now: bob sees no version at all.
+    let bobs = hits(
+        &memory,
+        "bob",
+        "planner",
+        "where does alice live",
+        View::AllVersions,
+    );
+    assert!(bobs.is_empty(), "{bobs:?}");
+}
+
+#[test]
+fn audits_matrix_and_who_could_see() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let written = memory
+        .session(user("alice"), agent("planner"))
+        .unwrap()
+        .remember(&turn("D1:1", "alice", "I keep bees on my roof."))
+        .unwrap();
+    let id = written.written[0];
+    tick(&memory);
+    let seen_at = memory.now();
+    contents(&memory, "alice", "planner", "bees", View::Current);
+    contents(&memory, "alice", "planner", "roof", View::Current);
+
+    let admin = memory.admin();
+    let matrix = admin.access_matrix().unwrap();
+    let cell = matrix
+        .cells
+        .iter()
+        .find(|c| c.user == user("alice") && c.agent == agent("planner") && c.resource.is_none())
+        .unwrap();
+    assert_eq!(cell.reads, 2);
+    assert!(cell.fragments_read >= 1);
+    assert_eq!(cell.fragments_written as usize, written.written.len());
+
+    let who: BTreeSet<_> = admin
+        .who_could_see(id, seen_at)
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        who,
+        BTreeSet::from([
+            (user("alice"), agent("planner")),
+            (user("alice"), agent("scribe"))
+        ])
+    );
+    tick(&memory);
+    admin
+        .revoke(
+            Edge::Invoke {
+                user: user("alice"),
+                agent: agent("scribe"),
+            },
+            None,
+        )
+        .unwrap();
+    tick(&memory);
+    let later = admin.who_could_see(id, memory.now()).unwrap();
+    assert_eq!(later, vec![(user("alice"), agent("planner"))]);
+    assert_eq!(
+        admin.who_could_see(id, seen_at).unwrap().len(),
+        2,
+        "the past is replayed as it was"
+    );
+
+    let explanation = admin.explain(user("alice"), agent("scribe"), id).unwrap();
+    assert!(!explanation.visible());
+    assert_eq!(
+        explanation.deciding().unwrap().condition,
+        colmem::Condition::Invoke
+    );
+    let tail = admin.audit_tail(3).unwrap();
+    assert_eq!(tail.len(), 3);
+    assert!(tail.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
+    assert!(matches!(
+        admin.audit_verify().unwrap(),
+        AuditStatus::Intact { .. }
+    ));
+}
+
+#[test]
+fn reindex_after_an_embedder_change_restores_vector_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    memory
+        .session(user("alice"), agent("planner"))
+        .unwrap()
+        .remember(&turn(
+            "D1:1",
+            "alice",
+            "I restore old sailing boats every summer.",
+        ))
+        .unwrap();
+    let stored = memory.fragment_ids().unwrap().len() as u64;
+    drop(memory);
+
+    let mut config = logical();
+    config.embedder = EmbedderConfig::Offline(parts::llm::OfflineConfig {
+        dim: 48,
+        ..parts::llm::OfflineConfig::default()
+    });
+    let memory = Memory::open(dir.path(), config).unwrap();
+    let report = memory.open_report();
+    assert!(
+        !report.restored,
+        "another embedder's snapshot is not restored"
+    );
+    assert_eq!(report.catch_up.skipped_vectors as u64, stored, "{report:?}");
+    let mut calls = Vec::new();
+    let reindexed = memory
+        .reindex(|done, total| calls.push((done, total)))
+        .unwrap();
+    assert_eq!(reindexed.examined, stored);
+    assert_eq!(reindexed.reembedded, stored);
+    assert_eq!(calls.last(), Some(&(stored, stored)));
+    let again = memory.reindex(|_, _| {}).unwrap();
+    assert_eq!(again.reembedded, 0, "nothing left from the old embedder");
+    let seen = contents(&memory, "alice", "planner", "sailing boats", View::Current);
+    assert!(seen.iter().any(|c| c.contains("sailing")), "{seen:?}");
+}
+
+#[test]
+fn cards_learned_by_one_session_compose_for_another_agent_of_the_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let trajectory: Trajectory = serde_json_trajectory();
+    let learned = memory
+        .session(user("alice"), agent("planner"))
+        .unwrap()
+        .learn_cards(&[trajectory], None)
+        .unwrap();
+    tick(&memory);
+    let composed = memory
+        .session(user("alice"), agent("scribe"))
+        .unwrap()
+        .compose_cards(
+            &TaskContext::new("sum the invoice totals and round the result"),
+            256,
+        )
+        .unwrap();
+    assert!(!learned.written.is_empty(), "{learned:?}");
+    assert!(
+        composed
+            .cards
+            .iter()
+            .any(|c| learned.written.contains(&c.id)),
+        "{learned:?} {composed:?}"
+    );
+    let bobs = memory
+        .session(user("bob"), agent("planner"))
+        .unwrap()
+        .compose_cards(
+            &TaskContext::new("sum the invoice totals and round the result"),
+            256,
+        )
+        .unwrap();
+    assert!(bobs.cards.is_empty(), "alice's cards are hers: {bobs:?}");
+}
+
+fn serde_json_trajectory() -> Trajectory {
+    use parts::cards::{Decision, Outcome, Step};
+    Trajectory {
+        id: "t1".to_owned(),
+        task: "sum the invoice totals and round the result to cents".to_owned(),
+        conditions: BTreeSet::new(),
+        round: 0,
+        steps: vec![
+            Step {
+                action: "read every invoice line and add the totals".to_owned(),
+                decision: None,
+            },
+            Step {
+                action: "round the sum".to_owned(),
+                decision: Some(Decision {
+                    name: "rounding".to_owned(),
+                    chosen: "half-up".to_owned(),
+                    alternatives: vec!["truncate".to_owned()],
+                }),
+            },
+        ],
+        outcome: Outcome {
+            score: 1.0,
+            success: true,
+            feedback: "correct total".to_owned(),
+            infrastructure_error: false,
+        },
+    }
+}
