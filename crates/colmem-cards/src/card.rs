@@ -201,7 +201,13 @@ impl CardBounds {
         ] {
             *section = text::clip(section, self.section_chars);
         }
-        draft.triggers = draft.triggers.into_iter().take(self.triggers).collect();
+        if draft.triggers.len() > self.triggers {
+            // Keywords the card's own trigger and task name come first, then the rest in order.
+            let named = text::keywords(&format!("{} {}", f.trigger, f.task));
+            let (first, rest): (Vec<String>, Vec<String>) =
+                draft.triggers.into_iter().partition(|k| named.contains(k));
+            draft.triggers = first.into_iter().chain(rest).take(self.triggers).collect();
+        }
         let excess = draft.sources.len().saturating_sub(self.sources);
         draft.sources.drain(..excess);
         draft.evidence = draft.evidence.clamp(0.0, 1.0);
@@ -270,6 +276,16 @@ mod tests {
         let bounded = bounds.apply(draft);
         assert!(fields_length(&bounded.fields) <= bounds.max_length());
         assert_eq!(bounded.triggers.len(), 2);
+        let named = bounds.apply(CardDraft {
+            fields: CardFields {
+                trigger: "zebra".to_owned(),
+                ..fields("x")
+            },
+            triggers: ["a", "b", "zebra"].iter().map(|s| s.to_string()).collect(),
+            sources: Vec::new(),
+            evidence: 0.5,
+        });
+        assert!(named.triggers.contains("zebra"));
         assert_eq!(bounded.sources, vec!["t2", "t3"]);
         assert_eq!(bounded.evidence, 1.0);
     }
