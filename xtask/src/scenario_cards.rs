@@ -629,3 +629,32 @@ pub fn run(json: bool) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_make_cards_beat_no_cards_within_budget_on_the_report_seed() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let fixture = load(root).unwrap();
+        let seed = fixture.stream.report_seed;
+        let with = run_seed(&fixture, seed, true).unwrap();
+        let no_warnings = run_seed(&fixture, seed, false).unwrap();
+        assert_eq!(with.budget_overruns, 0);
+        assert!(
+            with.score_with_cards > with.score_without_cards + 0.2,
+            "with cards {:.3}, without {:.3}",
+            with.score_with_cards,
+            with.score_without_cards
+        );
+        assert!(no_warnings.score_with_cards + 0.2 < with.score_with_cards);
+        assert!(with.warning_decided > 0 && with.warning_composed > 0);
+        assert!(
+            with.pruned_share > 0.5,
+            "pruned share {:.3}",
+            with.pruned_share
+        );
+        assert!(with.precision > 0.5, "precision {:.3}", with.precision);
+    }
+}
