@@ -10,8 +10,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use colmem_access::{ReadPolicy, WritePolicies};
-use colmem_ama::{ConstructorConfig, PipelineConfig, RetrieverConfig};
+use colmem_access::ReadPolicy;
+use colmem_ama::{ConstructorConfig, LlmRoleConfig, PipelineConfig, RetrieverConfig};
 use colmem_cards::BankConfig;
 use colmem_core::{AgentId, Timestamp};
 use colmem_llm::{ChatServerConfig, EmbeddingServerConfig, OfflineConfig};
@@ -36,8 +36,11 @@ pub struct Config {
     pub clock: ClockConfig,
     /// The embedder: offline (default), a local model directory, or an OpenAI-compatible server.
     pub embedder: EmbedderConfig,
-    /// An OpenAI-compatible chat model for the model-backed roles; `None` runs the offline roles.
+    /// An OpenAI-compatible chat model; when given, the AMA and ConMem roles are the
+    /// model-backed ones. `None` runs the offline, rule-based roles.
     pub chat: Option<ChatServerConfig>,
+    /// Sampling settings of the model-backed roles (used only with `[chat]`).
+    pub roles: LlmRoleConfig,
     /// Write and read policies and the system policy.
     pub policy: PolicyConfig,
     /// The constructor role's thresholds.
@@ -143,14 +146,12 @@ fn local_batch() -> usize {
     32
 }
 
-/// Policies: who may write globally, how writes are split, what reads show.
+/// Policies: who may write globally and what reads show.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
     /// Agents allowed to write `Global` fragments.
     pub global_writers: BTreeSet<AgentId>,
-    /// The private/shared split with its transformations, per level.
-    pub write: WritePolicies,
     /// Narrowing and redaction of what reads show.
     pub read: ReadPolicy,
 }
@@ -404,6 +405,9 @@ mod tests {
             base_url = "http://127.0.0.1:8000/v1"
             model = "qwen"
 
+            [roles]
+            temperature = 0.2
+
             [policy]
             global_writers = ["librarian"]
             [policy.read]
@@ -435,6 +439,7 @@ mod tests {
         };
         assert_eq!(server.endpoint.api_key_env.as_deref(), Some("MY_KEY"));
         assert_eq!(config.chat.unwrap().model, "qwen");
+        assert_eq!(config.roles.temperature, Some(0.2));
         assert_eq!(config.policy.read.top_k_per_tier, Some(3));
         assert_eq!(config.policy.global_writers.len(), 1);
         assert_eq!(config.retriever.k_min, 7);

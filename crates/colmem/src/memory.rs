@@ -7,7 +7,10 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use colmem_access::{AccessGraph, SystemPolicy};
-use colmem_ama::{OfflineConstructor, OfflineRetriever, Pipeline, Roles};
+use colmem_ama::{
+    LlmAnswerer, LlmConstructor, LlmJudge, LlmRefresher, LlmRetriever, OfflineConstructor,
+    OfflineRetriever, Pipeline, Roles,
+};
 use colmem_cards::CardBank;
 use colmem_core::ChangeFeed as _;
 use colmem_core::{AgentId, Clock, LogicalClock, Principal, SystemClock, Timestamp, UserId};
@@ -15,7 +18,9 @@ use colmem_index::{
     CatchUp, HnswConfig, HnswIndex, HybridConfig, HybridIndex, LexicalIndex, OpenReport,
     TantivyBm25, VectorIndex,
 };
-use colmem_llm::{ApproxTokenCounter, Embedder, OfflineEmbedder, OpenAiEmbedder};
+use colmem_llm::{
+    ApproxTokenCounter, ChatModel, Embedder, OfflineEmbedder, OpenAiChat, OpenAiEmbedder,
+};
 use colmem_store::{FragmentStore, Mode, SqliteStore, StoreConfig, Synchronous};
 
 use crate::config::{ClockConfig, Config, EmbedderConfig};
@@ -163,10 +168,34 @@ impl Memory {
         let system = SystemPolicy {
             global_writers: config.policy.global_writers.clone(),
         };
-        let roles = Roles {
-            constructor: Arc::new(OfflineConstructor::new(config.constructor)),
-            retriever: Arc::new(OfflineRetriever::new(config.retriever)),
-            ..Roles::offline()
+        let (roles, card_roles) = match &config.chat {
+            None => (
+                Roles {
+                    constructor: Arc::new(OfflineConstructor::new(config.constructor)),
+                    retriever: Arc::new(OfflineRetriever::new(config.retriever)),
+                    ..Roles::offline()
+                },
+                colmem_cards::Roles::offline(),
+            ),
+            Some(chat) => {
+                let model: Arc<dyn ChatModel> = Arc::new(OpenAiChat::new(chat.clone())?);
+                let r = config.roles;
+                (
+                    Roles {
+                        constructor: Arc::new(
+                            LlmConstructor::new(model.clone(), r)?
+                                .with_episode_rules(config.constructor),
+                        ),
+                        retriever: Arc::new(
+                            LlmRetriever::new(model.clone(), r)?.with_routing(config.retriever),
+                        ),
+                        judge: Arc::new(LlmJudge::new(model.clone(), r)?),
+                        refresher: Arc::new(LlmRefresher::new(model.clone(), r)?),
+                        answerer: Arc::new(LlmAnswerer::new(model.clone(), r)?),
+                    },
+                    colmem_cards::llm::roles(model),
+                )
+            }
         };
         let pipeline = Pipeline::new(
             store.clone(),
@@ -179,7 +208,7 @@ impl Memory {
             store.clone(),
             embedder.clone(),
             Arc::new(ApproxTokenCounter),
-            colmem_cards::Roles::offline(),
+            card_roles,
             config.cards,
         )?;
         Ok(Memory {

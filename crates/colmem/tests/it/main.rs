@@ -484,3 +484,33 @@ fn serde_json_trajectory() -> Trajectory {
         },
     }
 }
+
+#[test]
+fn model_configuration_is_checked_when_the_memory_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let chat = r#"
+        [chat]
+        base_url = "http://127.0.0.1:9/v1"
+        model = "any"
+        api_key_env = "COLMEM_TEST_NEVER_SET_KEY"
+    "#;
+    let config = Config::from_toml(chat, "test.toml").unwrap();
+    let err = Memory::open(dir.path(), config).unwrap_err();
+    assert!(
+        err.to_string().contains("COLMEM_TEST_NEVER_SET_KEY"),
+        "{err}"
+    );
+
+    let without_key = Config::from_toml(
+        "[chat]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"any\"\n",
+        "test.toml",
+    )
+    .unwrap();
+    // The model-backed roles are built without calling the server.
+    Memory::open(dir.path(), without_key).unwrap();
+
+    let local =
+        Config::from_toml("[embedder]\nkind = \"local\"\ndir = \"nowhere\"\n", "t").unwrap();
+    let err = Memory::open(dir.path(), local).unwrap_err();
+    assert!(err.to_string().contains("nowhere"), "{err}");
+}
