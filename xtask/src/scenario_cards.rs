@@ -21,8 +21,8 @@ use anyhow::{Context as _, Result, bail, ensure};
 use colmem_access::{AccessGraph, Context, SystemPolicy};
 use colmem_cards::text::{Polarity, directives};
 use colmem_cards::{
-    BankConfig, Budget, Card, CardBank, Decision, Outcome, Reflection, Reflector, Roles, Step,
-    TaskContext, Trajectory, Writer,
+    BankConfig, Budget, Card, CardBank, Decision, Outcome, PruneReason, Reflection, Reflector,
+    Roles, Step, TaskContext, Trajectory, Writer,
 };
 use colmem_core::{
     AccessChange, AccessEvent, AgentId, CardSign, Clock, Edge, LogicalClock, Principal, Timestamp,
@@ -294,6 +294,10 @@ struct SeedReport {
     pruned_share: f64,
     expanded: usize,
     pruned: usize,
+    /// Pruned candidates by reason: duplicate, weaker side of a conflict, deferred constraint.
+    pruned_duplicate: usize,
+    pruned_conflict: usize,
+    pruned_deferred: usize,
     budget_overruns: usize,
     cards_written: usize,
     cards_visible_at_end: usize,
@@ -409,6 +413,7 @@ fn run_seed(fixture: &Fixture, seed: u64, warnings: bool) -> Result<SeedReport> 
         (0, 0, 0, 0);
     let (mut written, mut merged, mut rejected) = (0, 0, 0);
     let mut worse = Vec::new();
+    let mut reasons = [0usize; 3];
     for task in &tasks {
         let family = &fixture.family[task.family];
         let baseline = solve(task, family, "");
@@ -441,6 +446,13 @@ fn run_seed(fixture: &Fixture, seed: u64, warnings: bool) -> Result<SeedReport> 
         let report = &composition.report;
         expanded += report.expanded.len();
         pruned += report.pruned.len();
+        for p in &report.pruned {
+            match p.reason {
+                PruneReason::Duplicate { .. } => reasons[0] += 1,
+                PruneReason::Conflict { .. } => reasons[1] += 1,
+                PruneReason::Deferred { .. } => reasons[2] += 1,
+            }
+        }
         if report.tokens_used > report.budget {
             overruns += 1;
         }
@@ -520,6 +532,9 @@ fn run_seed(fixture: &Fixture, seed: u64, warnings: bool) -> Result<SeedReport> 
         pruned_share: share(pruned, expanded),
         expanded,
         pruned,
+        pruned_duplicate: reasons[0],
+        pruned_conflict: reasons[1],
+        pruned_deferred: reasons[2],
         budget_overruns: overruns,
         cards_written: written,
         cards_visible_at_end: visible.len(),
@@ -532,7 +547,8 @@ fn run_seed(fixture: &Fixture, seed: u64, warnings: bool) -> Result<SeedReport> 
 fn print_seed(label: &str, r: &SeedReport) {
     println!(
         "{label} seed {}: {} tasks, score with cards {:.3}, without {:.3} ({} improved, {} worse); \
-         precision {:.3} of {} composed cards; pruned {}/{} expanded = {:.3}; budget overruns {}; \
+         precision {:.3} of {} composed cards; pruned {}/{} expanded = {:.3} \
+         ({} duplicates, {} conflicts, {} deferred); budget overruns {}; \
          {} cards written ({} merges), {} visible at the end; {} uninformative failures rejected; \
          warnings composed for {} tasks, set the decision on {}, rightly on {}; \
          score with cards but no warnings {:.3}",
@@ -547,6 +563,9 @@ fn print_seed(label: &str, r: &SeedReport) {
         r.pruned,
         r.expanded,
         r.pruned_share,
+        r.pruned_duplicate,
+        r.pruned_conflict,
+        r.pruned_deferred,
         r.budget_overruns,
         r.cards_written,
         r.merged,
