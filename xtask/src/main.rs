@@ -10,6 +10,9 @@ mod bench_store;
 mod fetch_model;
 mod scenario_access;
 mod scenario_cards;
+mod scenario_fully;
+mod scenario_report;
+mod scenario_world;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -29,7 +32,7 @@ struct Cli {
 enum Task {
     /// Run a scenario and print its table.
     Scenario {
-        /// The scenario: `access` or `all`.
+        /// The scenario: access, fully-collaborative, asymmetric, dynamic, scopes, cards, or all.
         name: String,
         /// Print one JSON object as the last line.
         #[arg(long)]
@@ -76,9 +79,17 @@ fn run() -> Result<ExitCode> {
     let root = repo_root();
     match cli.command {
         Task::Scenario { name, json } => match name.as_str() {
-            "access" | "all" => scenario_access::run(json)?,
+            "access" => scenario_access::run(json)?,
             "cards" => scenario_cards::run(json)?,
-            other => bail!("unknown scenario {other:?}: try `access` or `all`"),
+            "fully-collaborative" => scenario_fully::run(&root, json)?,
+            "all" => {
+                scenario_access::run(json)?;
+                scenario_fully::run(&root, json)?;
+                scenario_cards::run(json)?;
+            }
+            other => bail!(
+                "unknown scenario {other:?}: try access, fully-collaborative, asymmetric, dynamic, scopes, cards or all"
+            ),
         },
         Task::Bench { bench } => {
             if cfg!(debug_assertions) {

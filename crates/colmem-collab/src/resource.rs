@@ -93,9 +93,20 @@ impl KnowledgeBase {
     }
 }
 
-/// The fraction of `query`'s distinct analysed terms that occur in `text`.
+/// Words that frame a question rather than say what it is about; [`coverage`] ignores them.
+const QUESTION_WORDS: &[&str] = &[
+    "what", "which", "who", "whom", "whose", "when", "where", "how", "many", "much", "does",
+    "do", "did", "have", "has", "tell", "me", "look", "up", "please", "give", "show", "find",
+    "file", "i", "need", "know", "can", "you",
+];
+
+/// The fraction of `query`'s distinct analysed content terms (question words left out) that
+/// occur in `text`.
 pub fn coverage(query: &str, text: &str) -> f32 {
-    let terms: BTreeSet<String> = analyze(query).into_iter().collect();
+    let terms: BTreeSet<String> = analyze(query)
+        .into_iter()
+        .filter(|t| !QUESTION_WORDS.contains(&t.as_str()))
+        .collect();
     if terms.is_empty() {
         return 0.0;
     }
