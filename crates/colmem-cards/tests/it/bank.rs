@@ -188,3 +188,42 @@ impl World {
         self.store.card_edges(ids).unwrap()
     }
 }
+
+#[test]
+fn sections_follow_the_needs_and_the_role_split() {
+    let world = World::new(BankConfig::default());
+    world.learn(&[trajectory("t1", CRATES, "floor", "ceil", false)]);
+    let filter = world.graph.compile(&world.ctx()).unwrap();
+    // "check … exactly" calls for evaluation; the bare question does not.
+    let checking = TaskContext::new(
+        "Check exactly: a warehouse holds 17 parcels and each crate carries 5 parcels. How many crates are needed?",
+    );
+    let with_evaluation = world
+        .bank
+        .compose(&filter, &checking, &Budget::new(400))
+        .unwrap();
+    assert!(
+        with_evaluation.text.contains("## Evaluator"),
+        "{}",
+        with_evaluation.text
+    );
+    let plain = world
+        .bank
+        .compose(&filter, &TaskContext::new(CRATES), &Budget::new(400))
+        .unwrap();
+    assert!(!plain.text.contains("## Evaluator"), "{}", plain.text);
+    // With no share for the evaluator, the full form does not fit: the compact one does.
+    let no_evaluator = Budget {
+        evaluator: 0.0,
+        executor: 0.65,
+        ..Budget::new(400)
+    };
+    let split = world
+        .bank
+        .compose(&filter, &checking, &no_evaluator)
+        .unwrap();
+    assert_eq!(split.cards.len(), 1);
+    assert_eq!(split.cards[0].form, Form::Compact);
+    assert!(!split.text.contains("## Evaluator"));
+    assert!(split.text.contains("## Executor"));
+}
