@@ -412,6 +412,7 @@ mod tests {
             global_writers = ["librarian"]
             [policy.read]
             top_k_per_tier = 3
+            redact = [{ type = "emails" }, { type = "names", names = ["Ada"] }]
 
             [retriever]
             k_min = 7
@@ -441,6 +442,7 @@ mod tests {
         assert_eq!(config.chat.unwrap().model, "qwen");
         assert_eq!(config.roles.temperature, Some(0.2));
         assert_eq!(config.policy.read.top_k_per_tier, Some(3));
+        assert_eq!(config.policy.read.redact.len(), 2);
         assert_eq!(config.policy.global_writers.len(), 1);
         assert_eq!(config.retriever.k_min, 7);
         assert_eq!(config.pipeline.rounds, 4);
@@ -494,6 +496,21 @@ mod tests {
             text.contains("COLMEM_PIPELINE__ROUNDZ") && text.contains("roundz"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("../../../docs/config.md");
+        let example = doc
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .unwrap();
+        let config = Config::from_toml(example, "docs/config.md").unwrap();
+        assert!(matches!(config.clock, ClockConfig::Logical { .. }));
+        assert!(matches!(config.embedder, EmbedderConfig::Openai(_)));
+        assert!(!config.pipeline.store.profile);
+        assert!(config.chat.unwrap().json_schema);
     }
 
     #[test]

@@ -85,6 +85,12 @@ impl<'m> Session<'m> {
         self.with_caller(|caller| Ok(self.memory.pipeline.close_episode(caller, session)?))
     }
 
+    /// Deletes this session's fragments older than the configured retention
+    /// (`[pipeline] retention_ms`); returns their ids. Nothing without a retention.
+    pub fn enforce_retention(&self) -> Result<Vec<FragmentId>> {
+        self.with_caller(|caller| Ok(self.memory.pipeline.enforce_retention(caller)?))
+    }
+
     /// Recalls what this session may see about `query` (retrieval-only mode). A
     /// history read sets `options.view`; permissions are still those of now. The
     /// configured read policy narrows or redacts the result, and the read is audited

@@ -308,6 +308,15 @@ fn grants_with_at_and_until_and_out_of_order_events() {
         "2999-01-01",
     ]);
     env.ok(&["grant", "member", "--group", "crew-1", "--agent", "helper"]);
+    let err = env.fails(
+        &["grant", "invoke", "--user", "carol", "--agent", "helper"],
+        4,
+    );
+    assert!(
+        err.contains("unknown user") && err.contains("carol"),
+        "{err}"
+    );
+    env.fails(&["principal", "add", "user", "alice"], 6);
     // A grant dated in the future takes effect then: not yet.
     env.ok(&[
         "grant",

@@ -514,3 +514,40 @@ fn model_configuration_is_checked_when_the_memory_opens() {
     let err = Memory::open(dir.path(), local).unwrap_err();
     assert!(err.to_string().contains("nowhere"), "{err}");
 }
+
+#[test]
+fn retention_deletes_a_sessions_old_fragments() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = logical();
+    config.pipeline.retention_ms = Some(2 * MINUTE);
+    let memory = Memory::open(dir.path(), config).unwrap();
+    setup(&memory);
+    let session = memory.session(user("alice"), agent("planner")).unwrap();
+    let written = session
+        .remember(&turn(
+            "D1:1",
+            "alice",
+            "I park my car on level three of the garage.",
+        ))
+        .unwrap();
+    tick(&memory);
+    assert!(
+        session.enforce_retention().unwrap().is_empty(),
+        "not old yet"
+    );
+    tick(&memory);
+    tick(&memory);
+    let deleted: BTreeSet<_> = session.enforce_retention().unwrap().into_iter().collect();
+    assert!(
+        written.written.iter().all(|id| deleted.contains(id)),
+        "{deleted:?} {written:?}"
+    );
+    let seen = contents(
+        &memory,
+        "alice",
+        "planner",
+        "car garage level",
+        View::Current,
+    );
+    assert!(seen.is_empty(), "{seen:?}");
+}
