@@ -699,7 +699,13 @@ fn import_locomo(
                 // A transcript is a document: its words never instruct the memory to forget.
                 origin: Origin::Other,
             };
-            fragments += session.remember(&input)?.written.len() as u64;
+            let remembered = session.remember(&input).with_context(|| {
+                format!(
+                    "importing turn {} of conversation {} (earlier turns are stored)",
+                    turn.id, conversation.sample_id
+                )
+            })?;
+            fragments += remembered.written.len() as u64;
             turns += 1;
             bar.inc(1);
         }

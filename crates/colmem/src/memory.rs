@@ -398,3 +398,15 @@ fn local_embedder(local: &crate::config::LocalEmbedderConfig) -> Result<Arc<dyn 
         local.dir.display()
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memory_can_be_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Memory>();
+        shared::<crate::Session<'static>>();
+    }
+}
