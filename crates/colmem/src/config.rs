@@ -20,7 +20,7 @@ use serde::{Deserialize, Deserializer};
 use crate::error::{Error, Result};
 
 /// Environment variables with the `COLMEM_` prefix that are not configuration keys.
-pub const NOT_CONFIG_VARS: &[&str] = &["COLMEM_DIR", "COLMEM_CONFIG", "COLMEM_LOG"];
+pub const NOT_CONFIG_VARS: &[&str] = &["COLMEM_DIR", "COLMEM_CONFIG"];
 
 /// The prefix of configuration overrides.
 pub const ENV_PREFIX: &str = "COLMEM_";
