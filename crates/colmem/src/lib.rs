@@ -48,7 +48,7 @@ pub use colmem_cards::{
     BankConfig, Budget, ComposedCard, Composition, LearnReport, TaskContext, Trajectory,
 };
 pub use colmem_core::{
-    AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Edge, ErrorKind, Forbidden,
+    AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Draft, Edge, ErrorKind, Forbidden,
     Fragment, FragmentId, Granularity, GroupId, GroupKind, Kind, Member, Principal, ResourceId,
     Scope, StoredFragment, Timestamp, UserId, View,
 };

@@ -5,7 +5,7 @@
 use colmem_access::{Context, Hit};
 use colmem_ama::{Answered, Caller, Recall, RecallOptions, Recalled, Remembered, TurnInput};
 use colmem_cards::{Budget, Composition, LearnReport, TaskContext, Trajectory, Writer};
-use colmem_core::{AgentId, Fragment, FragmentId, Scope, UserId};
+use colmem_core::{AgentId, Draft, Fragment, FragmentId, Scope, UserId};
 use colmem_store::{FragmentStore as _, ReadRecord};
 
 use crate::error::Result;
@@ -77,6 +77,23 @@ impl<'m> Session<'m> {
     /// stale facts, each through the write rule.
     pub fn remember(&self, turn: &TurnInput) -> Result<Remembered> {
         self.with_caller(|caller| Ok(self.memory.pipeline.remember(caller, turn)?))
+    }
+
+    /// Writes fragments the agent drafted itself (e.g. findings drawn from a
+    /// resource, named in each draft's `resources`): each through the write rule,
+    /// embedded, in one transaction. Repeating a write with the same
+    /// `idempotency_key` writes nothing and returns the original ids.
+    pub fn write(
+        &self,
+        drafts: Vec<Draft>,
+        idempotency_key: Option<String>,
+    ) -> Result<Vec<FragmentId>> {
+        self.with_caller(|caller| {
+            Ok(self
+                .memory
+                .pipeline
+                .write_drafts(caller, drafts, idempotency_key)?)
+        })
     }
 
     /// Closes the open episode of conversation session `session`, writing its

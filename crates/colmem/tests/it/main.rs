@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 
 use colmem::{
-    AgentId, AuditStatus, ClockConfig, Config, Edge, EmbedderConfig, Error, ErrorKind, Granularity,
-    Memory, Origin, Principal, RecallOptions, TaskContext, Timestamp, Trajectory, TurnInput,
-    UserId, View, parts,
+    AgentId, AuditStatus, ClockConfig, Config, Draft, Edge, EmbedderConfig, Error, ErrorKind,
+    Granularity, Memory, Origin, Principal, RecallOptions, TaskContext, Timestamp, Trajectory,
+    TurnInput, UserId, View, parts,
 };
 
 const START: &str = "2026-01-01T00:00:00Z";
@@ -550,4 +550,82 @@ fn retention_deletes_a_sessions_old_fragments() {
         View::Current,
     );
     assert!(seen.is_empty(), "{seen:?}");
+}
+
+#[test]
+fn drafts_from_a_resource_count_in_the_matrix_and_need_the_resource_to_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let wiki = colmem::ResourceId::new("wiki").unwrap();
+    let admin = memory.admin();
+    admin.register(Principal::Resource(wiki)).unwrap();
+    admin
+        .grant(
+            Edge::Access {
+                agent: agent("planner"),
+                resource: wiki,
+            },
+            None,
+            None,
+        )
+        .unwrap();
+    tick(&memory);
+    let session = memory.session(user("alice"), agent("planner")).unwrap();
+    let mut draft = Draft::new(
+        "The wiki says the office closes at six on Fridays.",
+        Granularity::Fact,
+        colmem::Kind::Observation,
+    );
+    draft.resources.insert(wiki);
+    let ids = session
+        .write(vec![draft.clone()], Some("k1".into()))
+        .unwrap();
+    assert_eq!(
+        session.write(vec![draft], Some("k1".into())).unwrap(),
+        ids,
+        "idempotent"
+    );
+    // scribe may not use the wiki, so what was drawn from it is hidden from it (condition 4).
+    let err = memory
+        .session(user("alice"), agent("scribe"))
+        .unwrap()
+        .write(
+            vec![{
+                let mut d = Draft::new("x", Granularity::Fact, colmem::Kind::Observation);
+                d.resources.insert(wiki);
+                d
+            }],
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    tick(&memory);
+    let planner = contents(
+        &memory,
+        "alice",
+        "planner",
+        "office closes Fridays",
+        View::Current,
+    );
+    assert!(planner.iter().any(|c| c.contains("office")), "{planner:?}");
+    let scribe = contents(
+        &memory,
+        "alice",
+        "scribe",
+        "office closes Fridays",
+        View::Current,
+    );
+    assert!(scribe.is_empty(), "{scribe:?}");
+
+    let matrix = memory.admin().access_matrix().unwrap();
+    let cell = matrix
+        .cells
+        .iter()
+        .find(|c| c.resource == Some(wiki))
+        .unwrap();
+    assert_eq!((cell.user, cell.agent), (user("alice"), agent("planner")));
+    assert_eq!(cell.fragments_written, 1);
+    assert_eq!(cell.reads, 1);
+    assert_eq!(cell.fragments_read, 1);
 }
