@@ -9,9 +9,12 @@ mod bench_index;
 mod bench_store;
 mod fetch_model;
 mod scenario_access;
+mod scenario_asymmetric;
 mod scenario_cards;
+mod scenario_dynamic;
 mod scenario_fully;
 mod scenario_report;
+mod scenario_scopes;
 mod scenario_world;
 mod tidy;
 
@@ -82,9 +85,15 @@ fn run() -> Result<ExitCode> {
             "access" => scenario_access::run(json)?,
             "cards" => scenario_cards::run(json)?,
             "fully-collaborative" => scenario_fully::run(&root, json)?,
+            "asymmetric" => scenario_asymmetric::run(&root, json)?,
+            "dynamic" => scenario_dynamic::run(&root, json)?,
+            "scopes" => scenario_scopes::run(&root, json)?,
             "all" => {
                 scenario_access::run(json)?;
                 scenario_fully::run(&root, json)?;
+                scenario_asymmetric::run(&root, json)?;
+                scenario_dynamic::run(&root, json)?;
+                scenario_scopes::run(&root, json)?;
                 scenario_cards::run(json)?;
             }
             other => bail!(

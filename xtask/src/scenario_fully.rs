@@ -15,7 +15,9 @@ use colmem_core::{AgentId, Edge, Principal, ResourceId, Timestamp, UserId};
 use serde::{Deserialize, Serialize};
 
 use crate::scenario_report::{Block, Report, print_table};
-use crate::scenario_world::{Corpus, Question, Wiring, domains, f3, load, round3, running_mean, wire};
+use crate::scenario_world::{
+    Corpus, Question, Wiring, domains, f3, load, round3, running_mean, wire,
+};
 
 const NAME: &str = "fully-collaborative";
 
@@ -60,7 +62,12 @@ pub struct Level {
 }
 
 /// The users' queries at `overlap`, in asking order: `(user index, question, template)`.
-fn plan(fixture: &Fixture, corpus: &Corpus, level: usize, overlap: f64) -> Result<Vec<(usize, Question, usize)>> {
+fn plan(
+    fixture: &Fixture,
+    corpus: &Corpus,
+    level: usize,
+    overlap: f64,
+) -> Result<Vec<(usize, Question, usize)>> {
     let mut rng = fastrand::Rng::with_seed(fixture.seed.wrapping_add(level as u64));
     let mut pool = corpus.questions();
     rng.shuffle(&mut pool);
@@ -113,7 +120,11 @@ fn run_once(
     for (domain, kb) in corpus.domains.iter().zip(kbs) {
         let agent = AgentId::new(&domain.spec.agent())?;
         let resource: ResourceId = kb.id();
-        team.push(Specialist::new(agent, domain.spec.specialisation.clone(), vec![kb.clone()]));
+        team.push(Specialist::new(
+            agent,
+            domain.spec.specialisation.clone(),
+            vec![kb.clone()],
+        ));
         principals.push(Principal::Agent(agent));
         principals.push(Principal::Resource(resource));
         edges.push(Edge::Access { agent, resource });
@@ -162,7 +173,9 @@ pub fn compute(root: &Path) -> Result<(Output, Vec<Level>)> {
         &mut fastrand::Rng::with_seed(fixture.seed),
     );
     let kbs: Vec<Arc<dyn Resource>> = (0..corpus.domains.len())
-        .map(|d| Ok(Arc::new(corpus.knowledge_base(d, fixture.kb_min_coverage)?) as Arc<dyn Resource>))
+        .map(|d| {
+            Ok(Arc::new(corpus.knowledge_base(d, fixture.kb_min_coverage)?) as Arc<dyn Resource>)
+        })
         .collect::<Result<_>>()?;
     let mut rows = Vec::new();
     let mut levels = Vec::new();
@@ -233,7 +246,11 @@ fn table(levels: &[Level]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     (header, rows)
 }
 
-fn series(levels: &[Level], shared: bool, value: fn(&QueryRecord) -> f64) -> Vec<(String, Vec<(f64, f64)>)> {
+fn series(
+    levels: &[Level],
+    shared: bool,
+    value: fn(&QueryRecord) -> f64,
+) -> Vec<(String, Vec<(f64, f64)>)> {
     levels
         .iter()
         .map(|l| {
@@ -300,7 +317,11 @@ pub fn run(root: &Path, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string(&output)?);
     }
-    ensure!(output.violations == 0, "{} permission violations", output.violations);
+    ensure!(
+        output.violations == 0,
+        "{} permission violations",
+        output.violations
+    );
     Ok(())
 }
 

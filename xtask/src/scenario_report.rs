@@ -136,7 +136,12 @@ fn trim(value: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-fn lines_svg(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(f64, f64)>)]) -> String {
+fn lines_svg(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> String {
     let points = series.iter().flat_map(|(_, p)| p.iter());
     let (mut x_min, mut x_max, mut y_max) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
     for &(x, y) in points {
@@ -191,7 +196,12 @@ fn lines_svg(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(
     svg
 }
 
-fn bars_svg(title: &str, y_label: &str, categories: &[String], series: &[(String, Vec<f64>)]) -> String {
+fn bars_svg(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> String {
     let y_max = nice_max(
         series
             .iter()
@@ -295,7 +305,8 @@ impl Report {
         let dir = root.join("target").join("scenarios").join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("index.html");
-        std::fs::write(&path, self.html()).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&path, self.html())
+            .with_context(|| format!("writing {}", path.display()))?;
         Ok(path)
     }
 }

@@ -139,9 +139,8 @@ impl Corpus {
         let domains = domains
             .iter()
             .map(|spec| {
-                let names: Vec<String> = (0..entities)
-                    .map(|_| entity_name(rng, &mut used))
-                    .collect();
+                let names: Vec<String> =
+                    (0..entities).map(|_| entity_name(rng, &mut used)).collect();
                 let values = names
                     .iter()
                     .map(|_| {
@@ -252,7 +251,15 @@ pub fn wire(
     ));
     let coordinator = coordinator
         .unwrap_or_else(|| Box::new(OfflineCoordinator::new(SelectionConfig::default())));
-    let collab = Collaboration::new(pipeline, store, system, clock.clone(), team, coordinator, config)?;
+    let collab = Collaboration::new(
+        pipeline,
+        store,
+        system,
+        clock.clone(),
+        team,
+        coordinator,
+        config,
+    )?;
     Ok(Wiring { clock, collab })
 }
 
@@ -268,7 +275,8 @@ impl Wiring {
     /// Grants edges, open-ended.
     pub fn grant(&mut self, edges: impl IntoIterator<Item = Edge>) -> Result<()> {
         for edge in edges {
-            self.collab.apply(AccessChange::Grant { edge, until: None })?;
+            self.collab
+                .apply(AccessChange::Grant { edge, until: None })?;
         }
         Ok(())
     }
@@ -288,9 +296,7 @@ impl Wiring {
         let correct = outcome.answer.as_deref() == Some(gold);
         let from_memory = outcome.from_memory();
         let tool_right = match oracle {
-            Some(resource) => resource
-                .call(text)?
-                .is_some_and(|a| a.answer == gold),
+            Some(resource) => resource.call(text)?.is_some_and(|a| a.answer == gold),
             None => false,
         };
         let record = QueryRecord {
@@ -353,7 +359,10 @@ mod tests {
         assert_eq!(a.domains[0].entities, b.domains[0].entities);
         let kb = a.knowledge_base(0, 0.5).unwrap();
         for q in a.questions().into_iter().filter(|q| q.domain == 0) {
-            for template in ["What is the {attribute} of {entity}?", "Which {attribute} does {entity} have?"] {
+            for template in [
+                "What is the {attribute} of {entity}?",
+                "Which {attribute} does {entity} have?",
+            ] {
                 let text = a.text(q, template);
                 let answer = kb.call(&text).unwrap().map(|t| t.answer);
                 assert_eq!(answer.as_deref(), Some(a.gold(q)), "{text}");

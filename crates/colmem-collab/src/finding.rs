@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use colmem_core::{AgentId, FragmentId, ResourceId};
 use colmem_index::analyze;
+
+use crate::resource::QUESTION_WORDS;
 use serde::Serialize;
 
 const MARK: &str = " (answer: ";
@@ -26,19 +28,25 @@ impl Finding {
     }
 
     /// How well this finding answers `query`: the share of its subject terms (the evidence's
-    /// analysed terms, less the answer's) that the query holds. A paraphrase of the question
+    /// analysed terms, less the answer's and question words) that the query holds. A paraphrase of the question
     /// that produced it holds them all; a question about another entity or attribute lacks
-    /// some. 0 when the finding has no subject terms.
+    /// some. Numbers must match exactly: a subject number the query lacks makes the score 0
+    /// (a break-even volume for other inputs is another question). 0 when the finding has no
+    /// subject terms.
     pub fn match_score(&self, query: &str) -> f32 {
         let answer: BTreeSet<String> = analyze(&self.answer).into_iter().collect();
         let subject: BTreeSet<String> = analyze(&self.evidence)
             .into_iter()
-            .filter(|t| !answer.contains(t))
+            .filter(|t| !answer.contains(t) && !QUESTION_WORDS.contains(&t.as_str()))
             .collect();
         if subject.is_empty() {
             return 0.0;
         }
         let asked: BTreeSet<String> = analyze(query).into_iter().collect();
+        let numeric = |t: &String| t.chars().any(|c| c.is_ascii_digit());
+        if subject.iter().any(|t| numeric(t) && !asked.contains(t)) {
+            return 0.0;
+        }
         subject.iter().filter(|t| asked.contains(*t)).count() as f32 / subject.len() as f32
     }
 
@@ -141,6 +149,22 @@ mod tests {
         assert!(f.match_score("What is the credit limit of Valmora?") < 0.8);
         assert!(f.match_score("What is the credit rating of Tessel?") < 0.8);
         assert_eq!(f.match_score(""), 0.0);
+        let computed = Finding {
+            evidence: "Break-even volume for fixed cost 3200 and unit margin 22? = 146".into(),
+            answer: "146".into(),
+        };
+        assert_eq!(
+            computed.match_score(
+                "What is the break-even volume for fixed cost 3200 and unit margin 22?"
+            ),
+            1.0
+        );
+        assert_eq!(
+            computed.match_score(
+                "What is the break-even volume for fixed cost 9200 and unit margin 13?"
+            ),
+            0.0
+        );
     }
 
     #[test]

@@ -94,10 +94,10 @@ impl KnowledgeBase {
 }
 
 /// Words that frame a question rather than say what it is about; [`coverage`] ignores them.
-const QUESTION_WORDS: &[&str] = &[
-    "what", "which", "who", "whom", "whose", "when", "where", "how", "many", "much", "does",
-    "do", "did", "have", "has", "tell", "me", "look", "up", "please", "give", "show", "find",
-    "file", "i", "need", "know", "can", "you",
+pub(crate) const QUESTION_WORDS: &[&str] = &[
+    "what", "which", "who", "whom", "whose", "when", "where", "how", "many", "much", "does", "do",
+    "did", "have", "has", "tell", "me", "look", "up", "please", "give", "show", "find", "file",
+    "i", "need", "know", "can", "you",
 ];
 
 /// The fraction of `query`'s distinct analysed content terms (question words left out) that
@@ -193,8 +193,9 @@ impl Resource for Computation {
     }
 
     fn call(&self, query: &str) -> Result<Option<ToolAnswer>> {
+        // The evidence is the question itself: a paraphrase with the same inputs matches it.
         Ok((self.function)(query).map(|answer| ToolAnswer {
-            evidence: format!("{} computed {answer} for: {query}", self.id),
+            evidence: format!("{} = {answer}", query.trim()),
             answer,
             score: 1.0,
         }))
