@@ -314,3 +314,118 @@ impl Checker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::collections::BTreeSet;
+
+    use colmem_core::{
+        AccessChange, AccessEvent, Edge, Fragment, FragmentId, GroupId, Member, Provenance, Source,
+        Validity,
+    };
+
+    use super::*;
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_millis(ms)
+    }
+
+    fn grant(at: i64, edge: Edge, until: Option<i64>) -> AccessEvent {
+        AccessEvent {
+            at: t(at),
+            change: AccessChange::Grant {
+                edge,
+                until: until.map(t),
+            },
+        }
+    }
+
+    fn fragment(id: u64, scope: Scope, user: UserId, agent: AgentId) -> Fragment {
+        Fragment {
+            id: FragmentId(id),
+            key: None,
+            content: String::new(),
+            granularity: colmem_core::Granularity::Fact,
+            kind: colmem_core::Kind::Observation,
+            scope,
+            provenance: Provenance {
+                created_at: t(0),
+                user,
+                agents: BTreeSet::from([agent]),
+                resources: BTreeSet::new(),
+                source: Source::default(),
+            },
+            validity: Validity::always(),
+            keywords: Vec::new(),
+            superseded_at: None,
+            superseded_by: None,
+            deleted_at: None,
+        }
+    }
+
+    #[test]
+    fn intervals_groups_and_instants_are_replayed_independently() {
+        let u = UserId::new("checker-u").unwrap();
+        let a = AgentId::new("checker-a").unwrap();
+        let b = AgentId::new("checker-b").unwrap();
+        let crew = GroupId::new("checker-crew").unwrap();
+        let team = GroupId::new("checker-team").unwrap();
+        let events = vec![
+            grant(0, Edge::Invoke { user: u, agent: a }, Some(100)),
+            grant(0, Edge::Invoke { user: u, agent: b }, None),
+            grant(
+                0,
+                Edge::Member {
+                    member: Member::Agent(a),
+                    group: crew,
+                },
+                None,
+            ),
+            grant(
+                0,
+                Edge::Member {
+                    member: Member::Group(crew),
+                    group: team,
+                },
+                None,
+            ),
+            AccessEvent {
+                at: t(50),
+                change: AccessChange::Revoke {
+                    edge: Edge::Member {
+                        member: Member::Group(crew),
+                        group: team,
+                    },
+                },
+            },
+        ];
+        let checker = Checker::new(&events);
+        assert!(checker.may_invoke(u, a, t(99)));
+        assert!(
+            !checker.may_invoke(u, a, t(100)),
+            "the grant's end is exclusive"
+        );
+        assert_eq!(checker.groups_of(a, t(10)), BTreeSet::from([crew, team]));
+        assert_eq!(
+            checker.groups_of(a, t(50)),
+            BTreeSet::from([crew]),
+            "revoked at that instant"
+        );
+        let team_note = fragment(1, Scope::Group(team), u, b);
+        let read = |at: i64| Event::MemoryRead {
+            at: t(at),
+            user: u,
+            agent: a,
+            returned: vec![FragmentId(1)],
+        };
+        let lookup = |id: FragmentId| (id == FragmentId(1)).then(|| team_note.clone());
+        assert!(checker.check(&[read(10)], &lookup).violations.is_empty());
+        let late = checker.check(&[read(60), read(120)], &lookup);
+        assert_eq!(late.reads, 2);
+        assert_eq!(late.violations.len(), 2, "{:?}", late.violations);
+        assert!(late.violations[0].reason.contains("scope"));
+        assert!(late.violations[1].reason.contains("may not invoke"));
+    }
+}

@@ -143,3 +143,60 @@ impl AccessMatrix {
         (agents, resources)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use colmem_core::{FragmentId, Timestamp};
+
+    use super::*;
+
+    #[test]
+    fn summaries_and_the_matrix_count_what_happened() {
+        let u = UserId::new("metrics-u").unwrap();
+        let a = AgentId::new("metrics-a").unwrap();
+        let r = ResourceId::new("metrics-r").unwrap();
+        let record = |correct, tool_calls, from_memory| QueryRecord {
+            user: u,
+            correct,
+            agents: 1,
+            tool_calls,
+            from_memory,
+            wrong_reuse: from_memory && !correct,
+        };
+        let summary = Summary::of(&[record(true, 1, false), record(false, 0, true)]);
+        assert_eq!(summary.queries, 2);
+        assert_eq!(summary.accuracy, 0.5);
+        assert_eq!(summary.resource_calls_per_query, 0.5);
+        assert_eq!(summary.memory_answers, 1);
+        assert_eq!(summary.wrong_reuse, 1);
+        assert_eq!(Summary::of(&[]), Summary::default());
+        let at = Timestamp::from_millis(1);
+        let matrix = AccessMatrix::of(&[
+            Event::ToolCall {
+                at,
+                user: u,
+                agent: a,
+                resource: r,
+            },
+            Event::ToolCall {
+                at,
+                user: u,
+                agent: a,
+                resource: r,
+            },
+            Event::MemoryRead {
+                at,
+                user: u,
+                agent: a,
+                returned: vec![FragmentId(1)],
+            },
+        ]);
+        assert_eq!(matrix.cells[&u][&a].tool_calls[&r], 2);
+        assert_eq!(matrix.cells[&u][&a].memory_reads, 1);
+        assert_eq!(matrix.calls_per_user()[&u], 2);
+        let (agents, resources) = matrix.used();
+        assert_eq!((agents.len(), resources.len()), (1, 1));
+    }
+}
