@@ -47,6 +47,10 @@ pub struct Stage {
     /// Distinct resources called at this stage.
     pub resources_used: usize,
     pub resource_calls: usize,
+    /// Agent utilisation: distinct agents per query.
+    pub agents_per_query: f64,
+    /// Resource utilisation: tool calls per query.
+    pub resource_calls_per_query: f64,
     pub memory_answers: usize,
     /// user → agents they may invoke at this stage.
     pub matrix: BTreeMap<String, Vec<String>>,
@@ -225,6 +229,8 @@ pub fn compute(root: &Path) -> Result<Output> {
             agents_used: answering.len(),
             resources_used: resources.len(),
             resource_calls: summary.resource_calls,
+            agents_per_query: round3(summary.agents_per_query),
+            resource_calls_per_query: round3(summary.resource_calls_per_query),
             memory_answers: summary.memory_answers,
             matrix,
             calls,
@@ -250,6 +256,8 @@ pub fn run(root: &Path, json: bool) -> Result<()> {
         "agents used",
         "resources used",
         "resource calls",
+        "agents/query",
+        "calls/query",
         "memory answers",
     ];
     let rows: Vec<Vec<String>> = output
@@ -263,6 +271,8 @@ pub fn run(root: &Path, json: bool) -> Result<()> {
                 s.agents_used.to_string(),
                 s.resources_used.to_string(),
                 s.resource_calls.to_string(),
+                f3(s.agents_per_query),
+                f3(s.resource_calls_per_query),
                 s.memory_answers.to_string(),
             ]
         })
@@ -293,7 +303,7 @@ pub fn run(root: &Path, json: bool) -> Result<()> {
                     output
                         .stages
                         .iter()
-                        .map(|s| (s.stage as f64, s.resource_calls as f64 / output.queries.max(1) as f64))
+                        .map(|s| (s.stage as f64, s.resource_calls_per_query))
                         .collect(),
                 ),
                 (
