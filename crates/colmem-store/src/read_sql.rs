@@ -9,6 +9,7 @@
 
 use colmem_core::{PrincipalId, ReadFilter, View};
 use rusqlite::types::Value;
+use rusqlite::{Connection, params_from_iter};
 
 use crate::codec::ts;
 use crate::error::Result;
@@ -134,42 +135,96 @@ fn push_narrowings(sql: &mut Sql, query: &ListQuery) {
     }
 }
 
-/// A statement returning one row, one column: how many fragments `filter` admits under `query`.
-///
-/// The current view without narrowings adds the admitted classes' `live`
-/// counters (fragments neither superseded nor deleted), plus the versions closed
-/// or deleted after the reader's "now" that it still sees, found through their
-/// partial indexes. That is exact when no admitted class holds a fragment
-/// recorded after "now" (`newest`); otherwise, and for every other request, the
-/// statement counts the rows that [`push_where`] admits.
-pub(crate) fn count_sql(filter: &ReadFilter, query: &ListQuery) -> Result<Sql> {
-    let counters_apply = filter.view() == View::Current
-        && query.key.is_none()
-        && query.granularity.is_none()
-        && query.after.is_none();
-    let mut sql = Sql::default();
-    if !counters_apply {
-        sql.text.push_str("SELECT count(*) FROM fragments f WHERE ");
-        push_where(&mut sql, filter, query)?;
-        return Ok(sql);
+/// How to count the fragments a filter admits.
+#[derive(Debug)]
+pub(crate) enum CountPlan {
+    /// Count the rows [`push_where`] admits.
+    Scan(Sql),
+    /// The current view without narrowings: add the admitted classes' `live`
+    /// counters (fragments neither superseded nor deleted) and the versions
+    /// closed or deleted after the reader's "now" that it still sees (found
+    /// through the partial indexes on those times, one range each). That is exact when no admitted class
+    /// holds a fragment recorded after "now" (`newest`), which `summary`
+    /// reports; otherwise the plan falls back to `scan`.
+    Counters {
+        /// One row: the sum of the admitted `live` counters, and whether every
+        /// admitted class's `newest` is at or before "now".
+        summary: Sql,
+        /// One row: the admitted versions closed or deleted after "now" that are visible.
+        closed: Sql,
+        /// The fallback: the admitted rows, counted one by one.
+        scan: Sql,
+    },
+}
+
+impl CountPlan {
+    /// The plan for counting what `filter` admits under `query`.
+    pub(crate) fn new(filter: &ReadFilter, query: &ListQuery) -> Result<Self> {
+        let mut scan = Sql {
+            text: "SELECT count(*) FROM fragments f WHERE ".to_owned(),
+            params: Vec::new(),
+        };
+        push_where(&mut scan, filter, query)?;
+        let counters_apply = filter.view() == View::Current
+            && query.key.is_none()
+            && query.granularity.is_none()
+            && query.after.is_none();
+        if !counters_apply {
+            return Ok(CountPlan::Scan(scan));
+        }
+
+        let mut summary = Sql::default();
+        let now = summary.bind(ts(filter.now()));
+        let rule = Principals::bind(&mut summary, filter)?.class_rule();
+        summary.text = format!(
+            "SELECT coalesce(sum(k.live), 0), coalesce(max(k.newest) <= {now}, 1) \
+             FROM access_classes c JOIN class_counts k ON k.class = c.id WHERE {rule}"
+        );
+
+        let mut closed = Sql::default();
+        let now = closed.bind(ts(filter.now()));
+        let rule = Principals::bind(&mut closed, filter)?.class_rule();
+        let version = version_rule(&mut closed, filter, &now);
+        closed.text = format!(
+            "SELECT count(*) FROM fragments f \
+             WHERE (f.superseded_at > {now} OR f.deleted_at > {now}) \
+               AND {version} AND f.class IN (SELECT c.id FROM access_classes c WHERE {rule})"
+        );
+        Ok(CountPlan::Counters {
+            summary,
+            closed,
+            scan,
+        })
     }
-    let now = sql.bind(ts(filter.now()));
-    let principals = Principals::bind(&mut sql, filter)?;
-    let version = version_rule(&mut sql, filter, &now);
-    sql.text.push_str(&format!(
-        "WITH admitted AS MATERIALIZED \
-             (SELECT c.id, c.live, c.newest FROM access_classes c WHERE {rule}) \
-         SELECT CASE WHEN coalesce((SELECT max(newest) FROM admitted), {now}) <= {now} \
-         THEN (SELECT coalesce(sum(live), 0) FROM admitted) \
-            + (SELECT count(*) FROM fragments f \
-               WHERE f.id IN (SELECT id FROM fragments WHERE superseded_at > {now} \
-                              UNION SELECT id FROM fragments WHERE deleted_at > {now}) \
-                 AND f.class IN (SELECT id FROM admitted) AND {version}) \
-         ELSE (SELECT count(*) FROM fragments f \
-               WHERE f.class IN (SELECT id FROM admitted) AND {version}) END",
-        rule = principals.class_rule()
-    ));
-    Ok(sql)
+
+    /// Runs the plan on `conn`, which must hold one read snapshot for all its statements.
+    pub(crate) fn run(&self, conn: &Connection) -> Result<u64> {
+        let one = |sql: &Sql| -> Result<i64> {
+            Ok(conn
+                .prepare_cached(&sql.text)?
+                .query_row(params_from_iter(sql.params.iter()), |row| row.get(0))?)
+        };
+        let n = match self {
+            CountPlan::Scan(scan) => one(scan)?,
+            CountPlan::Counters {
+                summary,
+                closed,
+                scan,
+            } => {
+                let (live, exact): (i64, bool) = conn
+                    .prepare_cached(&summary.text)?
+                    .query_row(params_from_iter(summary.params.iter()), |row| {
+                        Ok((row.get(0)?, row.get(1)?))
+                    })?;
+                if exact {
+                    live + one(closed)?
+                } else {
+                    one(scan)?
+                }
+            }
+        };
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
 }
 
 /// Appends `ORDER BY` and `LIMIT` for `query`.
@@ -189,6 +244,55 @@ mod tests {
     use colmem_core::{AgentId, FilterParts, IdSet, Timestamp, UserId};
 
     use super::*;
+
+    fn plan_of(conn: &Connection, sql: &Sql) -> String {
+        let mut stmt = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", sql.text))
+            .unwrap();
+        let rows = stmt
+            .query_map(params_from_iter(sql.params.iter()), |row| {
+                row.get::<_, String>(3)
+            })
+            .unwrap();
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .unwrap()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_current_count_reads_counters_and_closed_versions_by_index() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::schema::migrate_to(&mut conn, crate::schema::SCHEMA_VERSION, 0).unwrap();
+        let filter = ReadFilter::from_parts(FilterParts {
+            user: UserId::new("plan-user").unwrap(),
+            agent: AgentId::new("plan-agent").unwrap(),
+            now: Timestamp::from_millis(42),
+            agents: IdSet::new(),
+            resources: IdSet::new(),
+            groups: IdSet::new(),
+        });
+        let CountPlan::Counters {
+            summary, closed, ..
+        } = CountPlan::new(&filter, &ListQuery::default()).unwrap()
+        else {
+            panic!("the current view without narrowings counts with counters")
+        };
+        let summary = plan_of(&conn, &summary);
+        assert!(!summary.contains("fragments"), "{summary}");
+        let closed = plan_of(&conn, &closed);
+        assert!(
+            closed.contains("fragments_superseded") && closed.contains("fragments_deleted"),
+            "{closed}"
+        );
+        let narrowed = ListQuery {
+            key: Some("k".into()),
+            ..ListQuery::default()
+        };
+        assert!(matches!(
+            CountPlan::new(&filter, &narrowed).unwrap(),
+            CountPlan::Scan(_)
+        ));
+    }
 
     #[test]
     fn values_are_bound_never_spliced() {

@@ -134,9 +134,11 @@ const MIGRATIONS: &[&str] = &[
     // only on (scope, group, owner, agents, resources), which never change after
     // the write; fragments that share them share a class, so a read evaluates the
     // rule once per class (a few thousand rows) instead of once per fragment.
-    // `live` counts the class's fragments that are neither superseded nor deleted
-    // and `newest` is the latest record time ever written to it: a count of the current view adds
-    // counters instead of scanning. Triggers keep both exact on every write path.
+    // `class_counts.live` counts a class's fragments that are neither superseded
+    // nor deleted and `newest` is the latest record time ever written to it, so a
+    // count of the current view adds counters instead of scanning. The insert
+    // counts its fragment (a trigger there would make every insert keep a
+    // statement journal); triggers count supersedes, deletes and purges.
     r#"
     CREATE TABLE access_classes (
         id          INTEGER PRIMARY KEY,
@@ -145,15 +147,19 @@ const MIGRATIONS: &[&str] = &[
         scope_group TEXT,
         owner       TEXT,
         agents      TEXT NOT NULL,
-        resources   TEXT NOT NULL,
-        live        INTEGER NOT NULL DEFAULT 0,
-        newest      INTEGER
+        resources   TEXT NOT NULL
     );
-    -- Written once by the insert; a trigger below keeps it (no foreign key, so
-    -- that the column can be dropped again to rebuild a class table).
+    -- Apart from the classes, so that the rows a write touches sit on few pages.
+    CREATE TABLE class_counts (
+        class  INTEGER PRIMARY KEY REFERENCES access_classes (id),
+        live   INTEGER NOT NULL,
+        newest INTEGER NOT NULL
+    );
+    -- Set once by the insert and kept by a trigger below (no foreign key, so
+    -- that the column can be dropped again to rebuild the classes).
     ALTER TABLE fragments ADD COLUMN class INTEGER;
     -- Versions closed or deleted after a reader's "now" are the only ones a
-    -- counter-based count must look at one by one; these stay small.
+    -- counter-based count looks at one by one.
     CREATE INDEX fragments_superseded ON fragments (superseded_at) WHERE superseded_at IS NOT NULL;
     CREATE INDEX fragments_deleted ON fragments (deleted_at) WHERE deleted_at IS NOT NULL;
 
@@ -174,10 +180,9 @@ const MIGRATIONS: &[&str] = &[
     FROM class_of o JOIN access_classes c ON c.signature = o.signature
     WHERE fragments.id = o.fragment;
     DROP TABLE temp.class_of;
-    UPDATE access_classes SET
-        live = (SELECT count(*) FROM fragments f WHERE f.class = access_classes.id
-                AND f.superseded_at IS NULL AND f.deleted_at IS NULL),
-        newest = (SELECT max(f.created_at) FROM fragments f WHERE f.class = access_classes.id);
+    INSERT INTO class_counts (class, live, newest)
+    SELECT class, sum(superseded_at IS NULL AND deleted_at IS NULL), max(created_at)
+    FROM fragments GROUP BY class;
 
     CREATE TRIGGER access_classes_immutable
     BEFORE UPDATE OF signature, scope, scope_group, owner, agents, resources ON access_classes
@@ -185,24 +190,17 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER fragments_class_immutable
     BEFORE UPDATE OF class, scope, scope_group ON fragments
     BEGIN SELECT RAISE(ABORT, 'the scope and access class of a fragment are immutable'); END;
-    CREATE TRIGGER fragments_count_insert AFTER INSERT ON fragments
-    BEGIN
-        UPDATE access_classes SET
-            live = live + (NEW.superseded_at IS NULL AND NEW.deleted_at IS NULL),
-            newest = coalesce(max(newest, NEW.created_at), NEW.created_at)
-        WHERE id = NEW.class;
-    END;
     CREATE TRIGGER fragments_count_update AFTER UPDATE OF superseded_at, deleted_at ON fragments
     BEGIN
-        UPDATE access_classes SET
+        UPDATE class_counts SET
             live = live - (OLD.superseded_at IS NULL AND OLD.deleted_at IS NULL)
                         + (NEW.superseded_at IS NULL AND NEW.deleted_at IS NULL)
-        WHERE id = NEW.class;
+        WHERE class = NEW.class;
     END;
     CREATE TRIGGER fragments_count_delete AFTER DELETE ON fragments
     BEGIN
-        UPDATE access_classes SET live = live - (OLD.superseded_at IS NULL AND OLD.deleted_at IS NULL)
-        WHERE id = OLD.class;
+        UPDATE class_counts SET live = live - (OLD.superseded_at IS NULL AND OLD.deleted_at IS NULL)
+        WHERE class = OLD.class;
     END;
     "#,
 ];

@@ -29,7 +29,7 @@ use crate::codec::{
     self, FRAGMENT_COLUMNS, FRAGMENT_FROM, fragment_from_row, fragment_id, id_param, json, ts,
 };
 use crate::error::{Error, Result};
-use crate::read_sql::{Sql, count_sql, push_order_limit, push_where};
+use crate::read_sql::{CountPlan, Sql, push_order_limit, push_where};
 use crate::schema::{self, SCHEMA_VERSION};
 use crate::store::{
     CardRecord, CardWrite, Delete, FragmentStore, Interaction, ListQuery, Purge, ReadRecord,
@@ -616,9 +616,11 @@ type ClassKey = (
 /// The statements that insert a fragment, prepared once per transaction, and
 /// the access classes this transaction has already looked up.
 struct Inserter<'t> {
+    tx: &'t Transaction<'t>,
     class_find: CachedStatement<'t>,
     class_add: CachedStatement<'t>,
     classes: HashMap<ClassKey, i64>,
+    count: CachedStatement<'t>,
     fragment: CachedStatement<'t>,
     agent: CachedStatement<'t>,
     resource: CachedStatement<'t>,
@@ -629,8 +631,9 @@ struct Inserter<'t> {
 }
 
 impl<'t> Inserter<'t> {
-    fn new(tx: &'t Transaction<'_>) -> Result<Self> {
+    fn new(tx: &'t Transaction<'t>) -> Result<Self> {
         Ok(Inserter {
+            tx,
             class_find: tx.prepare_cached(
                 "SELECT id FROM access_classes \
                  WHERE signature = json_array(?1, ?2, ?3, json(?4), json(?5))",
@@ -641,10 +644,15 @@ impl<'t> Inserter<'t> {
                  RETURNING id",
             )?,
             classes: HashMap::new(),
+            count: tx.prepare_cached(
+                "INSERT INTO class_counts (class, live, newest) VALUES (?1, 1, ?2) \
+                 ON CONFLICT (class) DO UPDATE \
+                 SET live = live + 1, newest = max(newest, excluded.newest)",
+            )?,
             fragment: tx.prepare_cached(
                 "INSERT INTO fragments (key, content, granularity, kind, scope, scope_group, \
                  valid_from, valid_until, keywords, user, created_at, class) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?,
             agent: tx
                 .prepare_cached("INSERT INTO fragment_agents (fragment, agent) VALUES (?1, ?2)")?,
@@ -690,28 +698,30 @@ impl<'t> Inserter<'t> {
         Ok(id)
     }
 
-    /// Inserts `f` with its provenance, embedding and `Put` change; returns its id.
+    /// Inserts `f` with its provenance, embedding and `Put` change, and counts
+    /// it in its class; returns its id.
     fn insert(&mut self, f: &NewFragment) -> Result<FragmentId> {
         let class = self.class(f)?;
         let (scope, group) = codec::scope_columns(f.scope);
-        let raw: i64 = self.fragment.query_row(
-            params![
-                f.key,
-                f.content,
-                f.granularity.as_str(),
-                f.kind.as_str(),
-                scope,
-                group,
-                ts(f.validity.from()),
-                f.validity.until().map(ts),
-                json(&f.keywords)?,
-                f.provenance.user.as_str(),
-                ts(f.provenance.created_at),
-                class,
-            ],
-            |row| row.get(0),
-        )?;
+        // No RETURNING: it would make the insert keep a statement journal.
+        self.fragment.execute(params![
+            f.key,
+            f.content,
+            f.granularity.as_str(),
+            f.kind.as_str(),
+            scope,
+            group,
+            ts(f.validity.from()),
+            f.validity.until().map(ts),
+            json(&f.keywords)?,
+            f.provenance.user.as_str(),
+            ts(f.provenance.created_at),
+            class,
+        ])?;
+        let raw = self.tx.last_insert_rowid();
         let id = fragment_id(raw)?;
+        self.count
+            .execute(params![class, ts(f.provenance.created_at)])?;
         for agent in &f.provenance.agents {
             self.agent.execute(params![raw, agent.as_str()])?;
         }
@@ -934,12 +944,11 @@ impl FragmentStore for SqliteStore {
     }
 
     fn count(&self, filter: &ReadFilter, query: &ListQuery) -> Result<u64> {
-        let sql = count_sql(filter, query)?;
+        let plan = CountPlan::new(filter, query)?;
         self.read(|conn| {
-            let n: i64 = conn
-                .prepare_cached(&sql.text)?
-                .query_row(params_from_iter(sql.params.iter()), |row| row.get(0))?;
-            Ok(u64::try_from(n).unwrap_or(0))
+            // One snapshot for the plan's statements.
+            let tx = conn.unchecked_transaction()?;
+            plan.run(&tx)
         })
     }
 
