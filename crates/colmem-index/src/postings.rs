@@ -33,6 +33,14 @@ pub struct AccessPostings {
     by_agent: HashMap<AgentId, RoaringTreemap>,
     by_resource: HashMap<ResourceId, RoaringTreemap>,
     by_group: HashMap<GroupId, RoaringTreemap>,
+    /// Fragments written by exactly one agent, by that agent.
+    single_agent: HashMap<AgentId, RoaringTreemap>,
+    /// Fragments written by no agent.
+    no_agent: RoaringTreemap,
+    /// Fragments written by two agents or more.
+    multi_agent: RoaringTreemap,
+    /// Every group-scoped fragment.
+    scope_group: RoaringTreemap,
     scope_agent: RoaringTreemap,
     scope_user: RoaringTreemap,
     scope_global: RoaringTreemap,
@@ -57,6 +65,21 @@ fn remove_from<K: Eq + Hash>(map: &mut HashMap<K, RoaringTreemap>, key: K, id: u
     }
 }
 
+/// How many distinct agents wrote a fragment.
+enum Agents {
+    None,
+    One(AgentId),
+    Many,
+}
+
+fn distinct_agents(agents: &[AgentId]) -> Agents {
+    match agents.split_first() {
+        None => Agents::None,
+        Some((&first, rest)) if rest.iter().all(|&a| a == first) => Agents::One(first),
+        Some(_) => Agents::Many,
+    }
+}
+
 impl Default for AccessPostings {
     fn default() -> Self {
         AccessPostings {
@@ -66,6 +89,10 @@ impl Default for AccessPostings {
             by_agent: HashMap::new(),
             by_resource: HashMap::new(),
             by_group: HashMap::new(),
+            single_agent: HashMap::new(),
+            no_agent: RoaringTreemap::new(),
+            multi_agent: RoaringTreemap::new(),
+            scope_group: RoaringTreemap::new(),
             scope_agent: RoaringTreemap::new(),
             scope_user: RoaringTreemap::new(),
             scope_global: RoaringTreemap::new(),
@@ -113,6 +140,15 @@ impl AccessPostings {
         for &agent in meta.agents.iter() {
             add_to(&mut self.by_agent, agent, id);
         }
+        match distinct_agents(&meta.agents) {
+            Agents::None => {
+                self.no_agent.insert(id);
+            }
+            Agents::One(agent) => add_to(&mut self.single_agent, agent, id),
+            Agents::Many => {
+                self.multi_agent.insert(id);
+            }
+        }
         for &resource in meta.resources.iter() {
             add_to(&mut self.by_resource, resource, id);
         }
@@ -123,7 +159,10 @@ impl AccessPostings {
             Scope::User => {
                 self.scope_user.insert(id);
             }
-            Scope::Group(g) => add_to(&mut self.by_group, g, id),
+            Scope::Group(g) => {
+                add_to(&mut self.by_group, g, id);
+                self.scope_group.insert(id);
+            }
             Scope::Global => {
                 self.scope_global.insert(id);
             }
@@ -154,6 +193,15 @@ impl AccessPostings {
         for &agent in meta.agents.iter() {
             remove_from(&mut self.by_agent, agent, id);
         }
+        match distinct_agents(&meta.agents) {
+            Agents::None => {
+                self.no_agent.remove(id);
+            }
+            Agents::One(agent) => remove_from(&mut self.single_agent, agent, id),
+            Agents::Many => {
+                self.multi_agent.remove(id);
+            }
+        }
         for &resource in meta.resources.iter() {
             remove_from(&mut self.by_resource, resource, id);
         }
@@ -164,7 +212,10 @@ impl AccessPostings {
             Scope::User => {
                 self.scope_user.remove(id);
             }
-            Scope::Group(g) => remove_from(&mut self.by_group, g, id),
+            Scope::Group(g) => {
+                remove_from(&mut self.by_group, g, id);
+                self.scope_group.remove(id);
+            }
             Scope::Global => {
                 self.scope_global.remove(id);
             }
@@ -196,13 +247,85 @@ impl AccessPostings {
                 set |= &(&self.scope_agent & of_user) & of_agent;
             }
         }
-        let groups = self
-            .by_group
-            .iter()
-            .filter(|(g, _)| filter.groups().contains(**g))
-            .map(|(_, ids)| ids);
-        set |= groups.union();
+        // The reader's groups, or every group-scoped fragment minus the other
+        // groups, whichever touches fewer ids.
+        let (mut own, mut foreign) = (0u64, 0u64);
+        for (g, ids) in &self.by_group {
+            if filter.groups().contains(*g) {
+                own += ids.len();
+            } else {
+                foreign += ids.len();
+            }
+        }
+        if own <= foreign {
+            let groups = self
+                .by_group
+                .iter()
+                .filter(|(g, _)| filter.groups().contains(**g))
+                .map(|(_, ids)| ids);
+            set |= groups.union();
+        } else {
+            let others = self
+                .by_group
+                .iter()
+                .filter(|(g, _)| !filter.groups().contains(**g))
+                .map(|(_, ids)| ids)
+                .union();
+            set |= &self.scope_group - &others;
+        }
         set
+    }
+
+    /// Keeps the fragments of `set` all of whose agents are in the reader's
+    /// set `A` (rule 3). Either subtracts the lists of every agent outside `A`,
+    /// or keeps the agentless fragments, the single-agent lists of `A` and the
+    /// multi-agent fragments that pass one by one, whichever touches fewer ids.
+    fn keep_own_agents(&self, set: &mut RoaringTreemap, filter: &ReadFilter) {
+        let foreign_cost: u64 = self
+            .by_agent
+            .iter()
+            .filter(|(a, _)| !filter.agents().contains(**a))
+            .map(|(_, ids)| ids.len())
+            .sum();
+        if foreign_cost == 0 {
+            return;
+        }
+        let own_cost: u64 = self
+            .single_agent
+            .iter()
+            .filter(|(a, _)| filter.agents().contains(**a))
+            .map(|(_, ids)| ids.len())
+            .sum::<u64>()
+            + self.no_agent.len()
+            // A per-fragment check costs about as much as touching a few ids.
+            + 8 * self.multi_agent.len().min(set.len());
+        if foreign_cost <= own_cost {
+            let foreign = self
+                .by_agent
+                .iter()
+                .filter(|(a, _)| !filter.agents().contains(**a))
+                .map(|(_, ids)| ids)
+                .union();
+            *set -= foreign;
+            return;
+        }
+        let multi = &*set & &self.multi_agent;
+        let singles = self
+            .single_agent
+            .iter()
+            .filter(|(a, _)| filter.agents().contains(**a))
+            .map(|(_, ids)| ids)
+            .union();
+        *set &= &singles | &self.no_agent;
+        for id in &multi {
+            let keep = self
+                .metas
+                .get(&id)
+                .is_some_and(|meta| meta.agents.iter().all(|a| filter.agents().contains(*a)));
+            if keep {
+                set.insert(id);
+            }
+        }
     }
 
     /// The fragments `filter` admits, computed from posting lists.
@@ -212,13 +335,7 @@ impl AccessPostings {
             return set;
         }
         // Rules 3 and 4: no agent outside A(u,t), no resource outside R(a,t).
-        let foreign_agents = self
-            .by_agent
-            .iter()
-            .filter(|(a, _)| !filter.agents().contains(**a))
-            .map(|(_, ids)| ids)
-            .union();
-        set -= foreign_agents;
+        self.keep_own_agents(&mut set, filter);
         let foreign_resources = self
             .by_resource
             .iter()
