@@ -162,6 +162,8 @@ const MIGRATIONS: &[&str] = &[
     -- counter-based count looks at one by one.
     CREATE INDEX fragments_superseded ON fragments (superseded_at) WHERE superseded_at IS NOT NULL;
     CREATE INDEX fragments_deleted ON fragments (deleted_at) WHERE deleted_at IS NOT NULL;
+    -- Reads find group-scoped fragments through their class now.
+    DROP INDEX fragments_group;
 
     CREATE TEMP TABLE class_of AS
     SELECT id AS fragment,

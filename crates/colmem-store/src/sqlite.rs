@@ -545,9 +545,12 @@ fn open_connection(location: &Location, config: &StoreConfig) -> Result<Connecti
             Synchronous::Full => "FULL",
         };
         conn.pragma_update(None, "synchronous", sync)?;
-        // Checkpoint every ~80 MiB of log instead of ~8: pages rewritten by
-        // many commits (index leaves) reach the file once, with fewer fsyncs.
-        conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
+        // Checkpoint every ~320 MiB of log instead of ~8: the key index's
+        // leaves, which batches of unrelated keys rewrite at random, reach the
+        // file once per checkpoint, with fewer fsyncs (measured at 1M
+        // fragments: ~8% faster inserts than at ~80 MiB; larger page caches
+        // and 4 KiB pages were slower, mmap made no difference).
+        conn.pragma_update(None, "wal_autocheckpoint", 40_000)?;
     }
     if let Some(max) = config.max_pages {
         let max = i64::try_from(max).unwrap_or(i64::MAX);

@@ -145,7 +145,9 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
             "DROP TRIGGER fragments_count_update; \
              DROP TRIGGER fragments_count_delete; DROP TRIGGER fragments_class_immutable; \
              DROP TRIGGER access_classes_immutable; DROP INDEX fragments_superseded; \
-             DROP INDEX fragments_deleted; ALTER TABLE fragments DROP COLUMN class; \
+             DROP INDEX fragments_deleted; \
+             CREATE INDEX fragments_group ON fragments (scope_group) WHERE scope_group IS NOT NULL; \
+             ALTER TABLE fragments DROP COLUMN class; \
              DROP TABLE class_counts; DROP TABLE access_classes; \
              DROP TABLE card_edges; DROP TABLE cards; DELETE FROM schema_version WHERE version >= 2;",
         )
