@@ -174,3 +174,45 @@ proptest! {
         }
     }
 }
+
+/// Many single-agent fragments over many agents, a few multi-agent and agentless
+/// ones, group scopes over many groups: readers with few and with most agents and
+/// groups take both ways of computing rules 2 and 3, and both agree with the rule.
+#[test]
+fn both_ways_of_combining_agent_and_group_lists_agree_with_the_read_rule() {
+    let agents: Vec<_> = (0..20).map(|i| agent(&format!("ma{i}"))).collect();
+    let groups: Vec<_> = (0..20).map(|i| group(&format!("mg{i}"))).collect();
+    let mut postings = AccessPostings::new();
+    let mut live = Vec::new();
+    for i in 0..2000usize {
+        let written_by: Vec<_> = match i % 50 {
+            0 => vec![],
+            1 => vec![agents[i % 20], agents[(i / 20) % 20]],
+            _ => vec![agents[i % 20]],
+        };
+        let meta = FragmentMeta {
+            user: user("mu"),
+            scope: if i % 3 == 0 {
+                Scope::Global
+            } else {
+                Scope::Group(groups[(i / 3) % 20])
+            },
+            agents: written_by.into_boxed_slice(),
+            resources: Box::new([]),
+            created_at: t(1),
+            superseded_at: None,
+            deleted_at: None,
+            validity: Validity::always(),
+        };
+        postings.upsert(i as u64, meta.clone());
+        live.push(meta);
+    }
+    for (a, g) in [(1, 1), (2, 19), (19, 2), (19, 19), (20, 20), (0, 0)] {
+        let filter = reader(user("mu"), agents[0], &agents[..a], &[], &groups[..g], 10);
+        let admitted: Vec<u64> = postings.admitted(&filter).iter().collect();
+        let oracle: Vec<u64> = (0..live.len() as u64)
+            .filter(|&id| filter.admits(&live[id as usize]))
+            .collect();
+        assert_eq!(admitted, oracle, "{a} agents, {g} groups");
+    }
+}
