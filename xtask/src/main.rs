@@ -3,10 +3,13 @@
 //! Benchmarks always run an optimised build: when this binary was built without
 //! optimisations, `bench` re-runs itself through `cargo run --release`.
 
+mod ama_harness;
 mod bench_access;
 mod bench_embed;
 mod bench_index;
 mod bench_store;
+mod eval_locomo;
+mod eval_updates;
 mod fetch_model;
 mod scenario_access;
 mod scenario_asymmetric;
@@ -46,6 +49,11 @@ enum Task {
         #[command(subcommand)]
         bench: Bench,
     },
+    /// Measure quality on data sets (always an optimised build).
+    Eval {
+        #[command(subcommand)]
+        eval: Eval,
+    },
     /// Put a local embedding model's files in models/ (skips files already there).
     FetchModel(fetch_model::FetchModelArgs),
     /// Check that crate dependencies follow the stack in DESIGN section 1.
@@ -65,6 +73,14 @@ enum Bench {
     Store(bench_store::BenchStoreArgs),
     /// Build time, memory, filtered recall and latency of the planned index search.
     Index(bench_index::BenchIndexArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum Eval {
+    /// Evidence recall of the AMA pipeline on LoCoMo, with a BM25 baseline and ablations.
+    Locomo(eval_locomo::EvalLocomoArgs),
+    /// The knowledge-update suite: current state, past state and forgetting.
+    Updates(eval_updates::EvalUpdatesArgs),
 }
 
 fn main() -> ExitCode {
@@ -109,6 +125,15 @@ fn run() -> Result<ExitCode> {
                 Bench::Embed(args) => bench_embed::run(&args)?,
                 Bench::Store(args) => bench_store::run(&args)?,
                 Bench::Index(args) => bench_index::run(&args)?,
+            }
+        }
+        Task::Eval { eval } => {
+            if cfg!(debug_assertions) {
+                return rerun_optimised();
+            }
+            match eval {
+                Eval::Locomo(args) => eval_locomo::run(&args)?,
+                Eval::Updates(args) => eval_updates::run(&args)?,
             }
         }
         Task::FetchModel(args) => fetch_model::run(&args)?,

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::change::attributes;
 use crate::error::Result;
-use crate::judge::coverage;
-use crate::text::sentences;
+use crate::judge::stem;
+use crate::text::{content_words, sentences};
 
 /// An answer with the evidence it rests on.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
@@ -34,42 +34,167 @@ pub struct EvidenceSpan;
 /// How many of the top fragments the offline answer reads.
 const READ_TOP: usize = 10;
 /// Below this coverage nothing is answered.
-const MIN_COVERAGE: f64 = 0.2;
+const MIN_COVERAGE: f64 = 0.3;
 
-/// Coverage of the question by a clause, counting a shared attribute as one more term.
-fn support(question: &str, clause: &str) -> f64 {
-    let base = coverage(question, clause);
-    let asked = attributes(question);
-    match asked.first() {
-        Some(a) if attributes(clause).contains(a) => (base * 2.0 + 1.0) / 3.0,
-        Some(_) => base * 2.0 / 3.0,
-        None => base,
-    }
+/// Words that place a question in time rather than name what it asks about.
+const TEMPORAL: &[&str] = &[
+    "now",
+    "currently",
+    "current",
+    "these",
+    "days",
+    "nowadays",
+    "today",
+    "still",
+    "back",
+    "then",
+    "time",
+    "start",
+    "end",
+    "early",
+    "late",
+    "mid",
+    "middle",
+    "beginning",
+    "spring",
+    "summer",
+    "autumn",
+    "fall",
+    "winter",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "year",
+    "month",
+    "week",
+];
+
+/// The question's topic: its content words, time words and words of the asked
+/// attribute aside (the attribute counts separately).
+fn topic(question: &str) -> Vec<String> {
+    let lexicon: Vec<&str> = attributes(question)
+        .first()
+        .and_then(|a| crate::change::ATTRIBUTES.iter().find(|(n, _)| n == a))
+        .map(|(_, words)| words.to_vec())
+        .unwrap_or_default();
+    let mut topic: Vec<String> = content_words(question)
+        .into_iter()
+        .filter(|w| {
+            !TEMPORAL.contains(&w.as_str())
+                && !lexicon.contains(&w.as_str())
+                && !w.chars().all(|c| c.is_ascii_digit())
+        })
+        .map(|w| stem(&w))
+        .collect();
+    topic.sort();
+    topic.dedup();
+    topic
+}
+
+/// How well a clause answers the question: the IDF-weighted share of the topic it holds
+/// (a word in every candidate clause, such as the person's name, weighs nothing), plus
+/// a bonus when it is about the asked attribute and when it names something (a
+/// capitalised word or a number past its first word).
+fn support(topic: &[(String, f64)], asked: Option<&str>, clause: &str) -> f64 {
+    let have: Vec<String> = content_words(clause).iter().map(|w| stem(w)).collect();
+    let total: f64 = topic.iter().map(|(_, w)| w).sum();
+    let base = if total <= f64::EPSILON {
+        0.0
+    } else {
+        topic
+            .iter()
+            .filter(|(t, _)| have.contains(t))
+            .map(|(_, w)| w)
+            .sum::<f64>()
+            / total
+    };
+    let about = match asked {
+        Some(a) if attributes(clause).contains(&a) => 0.5,
+        _ => 0.0,
+    };
+    let names = clause
+        .split_whitespace()
+        .skip(1)
+        .any(|w| w.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit()));
+    base + about + if names { 0.1 } else { 0.0 }
 }
 
 fn clauses(text: &str) -> Vec<String> {
     sentences(text)
         .into_iter()
         .flat_map(|s| {
-            s.split([';', ','])
+            s.split([';', ',', ':'])
+                .flat_map(|c| c.split(" but "))
+                .flat_map(|c| c.split(" rather than "))
+                .flat_map(|c| c.split(" instead of "))
                 .map(str::trim)
                 .filter(|c| c.split_whitespace().count() >= 2)
+                // "…, not Lille": the negated half of a correction is no answer.
+                .filter(|c| !c.to_lowercase().starts_with("not "))
                 .map(str::to_owned)
                 .collect::<Vec<_>>()
         })
         .collect()
 }
 
+/// Words that mark a clause as about a past state ("my old Pixel", "no longer").
+const PAST_MARKERS: &[&str] = &[
+    "old",
+    "former",
+    "formerly",
+    "previous",
+    "previously",
+    "used",
+    "ex",
+    "anymore",
+    "longer",
+    "goodbye",
+    "replaced",
+    "instead",
+    "gave",
+    "sold",
+    "left",
+    "quit",
+    "was",
+    "were",
+];
+
+fn looks_past(clause: &str) -> bool {
+    crate::text::words(clause)
+        .iter()
+        .any(|w| PAST_MARKERS.contains(&w.as_str()))
+}
+
+/// How far below the best support a clause may be and still compete on recency.
+const SUPPORT_BAND: f64 = 0.2;
+
+struct Candidate {
+    support: f64,
+    /// World time of the statement, in days: the newest relevant statement wins.
+    day: i64,
+    past: bool,
+    fact: bool,
+    clause: String,
+    id: FragmentId,
+    rank: usize,
+}
+
 impl Answerer for EvidenceSpan {
+    /// Among the clauses that support the question about as well as the best one, the
+    /// newest statement wins (so a change or a correction beats what it replaced); at
+    /// equal age a clause not marked as past, then the better-supported one, then a fact.
     fn answer(&self, question: &str, evidence: &[&Fragment]) -> Result<Answer> {
-        let mut best: Option<(f64, &str, FragmentId)> = None;
-        let mut candidates = Vec::new();
+        let mut clauses_of: Vec<(usize, &Fragment, String)> = Vec::new();
         for (rank, fragment) in evidence.iter().take(READ_TOP).enumerate() {
-            let prior = match fragment.granularity {
-                Granularity::Fact | Granularity::Profile => 0.5,
-                Granularity::RawTurn => 0.0,
-                _ => -0.1,
-            } - rank as f64 * 0.01;
             // A raw turn is "Speaker: text"; answer from the text.
             let text = match fragment.granularity {
                 Granularity::RawTurn => fragment
@@ -79,22 +204,58 @@ impl Answerer for EvidenceSpan {
                 _ => fragment.content.as_str(),
             };
             for clause in clauses(text) {
-                candidates.push((support(question, &clause), prior, clause, fragment.id));
+                clauses_of.push((rank, fragment, clause));
             }
         }
-        for (support, prior, clause, id) in &candidates {
-            if *support < MIN_COVERAGE {
+        let stems: Vec<Vec<String>> = clauses_of
+            .iter()
+            .map(|(_, _, c)| content_words(c).iter().map(|w| stem(w)).collect())
+            .collect();
+        let n = stems.len() as f64;
+        let weighted: Vec<(String, f64)> = topic(question)
+            .into_iter()
+            .map(|t| {
+                let df = stems.iter().filter(|s| s.contains(&t)).count() as f64;
+                let idf = ((n + 1.0) / (df + 1.0)).ln();
+                (t, idf)
+            })
+            .collect();
+        let asked = attributes(question).first().copied();
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for (rank, fragment, clause) in clauses_of {
+            let support = support(&weighted, asked, &clause);
+            if support < MIN_COVERAGE {
                 continue;
             }
-            let score = support + prior;
-            if best.is_none_or(|(b, _, _)| score > b) {
-                best = Some((score, clause.as_str(), *id));
-            }
+            candidates.push(Candidate {
+                support,
+                day: fragment.validity.from().as_millis().div_euclid(86_400_000),
+                past: looks_past(&clause),
+                fact: matches!(
+                    fragment.granularity,
+                    Granularity::Fact | Granularity::Profile
+                ),
+                clause,
+                id: fragment.id,
+                rank,
+            });
         }
-        Ok(match best {
-            Some((_, text, id)) => Answer {
-                text: text.to_owned(),
-                evidence: vec![id],
+        let best = candidates.iter().map(|c| c.support).fold(0.0, f64::max);
+        let chosen = candidates
+            .into_iter()
+            .filter(|c| c.support >= best - SUPPORT_BAND)
+            .max_by(|a, b| {
+                a.day
+                    .cmp(&b.day)
+                    .then(b.past.cmp(&a.past))
+                    .then(a.support.total_cmp(&b.support))
+                    .then(a.fact.cmp(&b.fact))
+                    .then(b.rank.cmp(&a.rank))
+            });
+        Ok(match chosen {
+            Some(c) => Answer {
+                text: c.clause,
+                evidence: vec![c.id],
             },
             None => Answer {
                 text: String::new(),

@@ -2,7 +2,9 @@
 //! the access graph, with its read filter compiled once.
 
 use colmem_access::{AccessGraph, Context, SystemPolicy};
-use colmem_core::{AgentId, Draft, Forbidden, Fragment, NewFragment, ReadFilter, Timestamp, UserId};
+use colmem_core::{
+    AgentId, Draft, Forbidden, Fragment, NewFragment, ReadFilter, Timestamp, UserId,
+};
 
 use crate::error::Result;
 
@@ -62,7 +64,9 @@ impl<'a> Caller<'a> {
 
     /// The write rule for a new fragment.
     pub fn authorize(&self, draft: Draft) -> Result<NewFragment> {
-        Ok(self.graph.authorize_write(&self.context, draft, self.system)?)
+        Ok(self
+            .graph
+            .authorize_write(&self.context, draft, self.system)?)
     }
 
     /// The write rule for a fragment derived from readable parents.

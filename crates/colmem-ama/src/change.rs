@@ -30,89 +30,295 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
     (
         "home",
         &[
-            "live", "lives", "living", "lived", "moved", "move", "moving", "relocated",
-            "relocate", "relocating", "apartment", "flat", "house", "home", "lease", "condo",
-            "rent", "renting", "settled", "neighborhood", "neighbourhood", "address", "hometown",
-            "resident", "reside", "resides", "residing", "unpacked", "unpacking",
+            "live",
+            "lives",
+            "living",
+            "lived",
+            "moved",
+            "move",
+            "moving",
+            "relocated",
+            "relocate",
+            "relocating",
+            "apartment",
+            "flat",
+            "house",
+            "home",
+            "lease",
+            "condo",
+            "rent",
+            "renting",
+            "settled",
+            "neighborhood",
+            "neighbourhood",
+            "address",
+            "hometown",
+            "resident",
+            "reside",
+            "resides",
+            "residing",
+            "unpacked",
+            "unpacking",
+            "studio",
+            "borough",
+            "district",
+            "suburb",
+            "city",
+            "town",
+            "village",
+            "movers",
+            "boxes",
+            "packing",
+            "walk-up",
+            "apartments",
+            "downtown",
+            "commute",
+            "landlord",
         ],
     ),
     (
         "work",
         &[
-            "job", "jobs", "employer", "employed", "hired", "hiring", "position", "office",
-            "quit", "resigned", "resign", "notice", "joined", "joining", "company", "career",
-            "boss", "colleagues", "coworkers", "workplace", "startup", "firm", "promoted",
-            "promotion", "laid", "fired", "retired", "intern", "internship", "contract",
-            "works", "working", "work", "worked", "onboarding", "employee",
+            "job",
+            "jobs",
+            "employer",
+            "employed",
+            "hired",
+            "hiring",
+            "position",
+            "office",
+            "quit",
+            "resigned",
+            "resign",
+            "notice",
+            "joined",
+            "joining",
+            "company",
+            "career",
+            "boss",
+            "colleagues",
+            "coworkers",
+            "workplace",
+            "startup",
+            "firm",
+            "promoted",
+            "promotion",
+            "laid",
+            "fired",
+            "retired",
+            "intern",
+            "internship",
+            "contract",
+            "works",
+            "working",
+            "work",
+            "worked",
+            "onboarding",
+            "employee",
         ],
     ),
     (
         "phone",
         &[
-            "phone", "phones", "iphone", "pixel", "galaxy", "android", "smartphone", "mobile",
+            "phone",
+            "phones",
+            "iphone",
+            "pixel",
+            "galaxy",
+            "android",
+            "smartphone",
+            "mobile",
             "cellphone",
         ],
     ),
     (
         "computer",
         &[
-            "laptop", "macbook", "thinkpad", "notebook", "chromebook", "computer", "desktop",
-            "pc", "surface",
+            "laptop",
+            "macbook",
+            "thinkpad",
+            "notebook",
+            "chromebook",
+            "computer",
+            "desktop",
+            "pc",
+            "surface",
         ],
     ),
     (
         "car",
         &[
-            "car", "cars", "vehicle", "sedan", "suv", "truck", "hatchback", "minivan", "ev",
-            "tesla", "prius",
+            "car",
+            "cars",
+            "vehicle",
+            "sedan",
+            "suv",
+            "truck",
+            "hatchback",
+            "minivan",
+            "ev",
+            "tesla",
+            "prius",
         ],
     ),
     (
         "device",
         &[
-            "tablet", "ipad", "kindle", "e-reader", "ereader", "watch", "smartwatch", "camera",
-            "headphones", "earbuds", "console", "playstation", "xbox", "switch", "router",
-            "speaker", "tv", "television", "monitor", "bike", "bicycle",
+            "tablet",
+            "ipad",
+            "kindle",
+            "e-reader",
+            "ereader",
+            "watch",
+            "smartwatch",
+            "camera",
+            "headphones",
+            "earbuds",
+            "console",
+            "playstation",
+            "xbox",
+            "switch",
+            "router",
+            "speaker",
+            "tv",
+            "television",
+            "monitor",
+            "bike",
+            "bicycle",
         ],
     ),
     (
         "food",
         &[
-            "food", "dish", "dishes", "cuisine", "eat", "eating", "meal", "snack", "dessert",
-            "sushi", "ramen", "pizza", "pasta", "tacos", "curry", "burger", "burgers", "salad",
-            "noodles", "dumplings", "steak", "vegan", "vegetarian", "chocolate", "cake",
-            "breakfast", "lunch", "dinner", "cook", "cooking", "bakery", "pho", "barbecue",
+            "food",
+            "dish",
+            "dishes",
+            "cuisine",
+            "eat",
+            "eating",
+            "meal",
+            "snack",
+            "dessert",
+            "sushi",
+            "ramen",
+            "pizza",
+            "pasta",
+            "tacos",
+            "curry",
+            "burger",
+            "burgers",
+            "salad",
+            "noodles",
+            "dumplings",
+            "steak",
+            "vegan",
+            "vegetarian",
+            "chocolate",
+            "cake",
+            "breakfast",
+            "lunch",
+            "dinner",
+            "cook",
+            "cooking",
+            "bakery",
+            "pho",
+            "barbecue",
         ],
     ),
     (
         "drink",
         &[
-            "drink", "drinks", "coffee", "tea", "latte", "espresso", "beer", "wine", "juice",
-            "smoothie", "soda", "cocktail", "matcha", "cappuccino", "kombucha", "whisky",
-            "whiskey", "lemonade", "chai",
+            "drink",
+            "drinks",
+            "coffee",
+            "tea",
+            "latte",
+            "espresso",
+            "beer",
+            "wine",
+            "juice",
+            "smoothie",
+            "soda",
+            "cocktail",
+            "matcha",
+            "cappuccino",
+            "kombucha",
+            "whisky",
+            "whiskey",
+            "lemonade",
+            "chai",
         ],
     ),
     (
         "music",
         &[
-            "music", "song", "songs", "band", "bands", "album", "genre", "jazz", "rock", "pop",
-            "hip-hop", "rap", "classical", "playlist", "singer", "listen", "listening",
+            "music",
+            "song",
+            "songs",
+            "band",
+            "bands",
+            "album",
+            "genre",
+            "jazz",
+            "rock",
+            "pop",
+            "hip-hop",
+            "rap",
+            "classical",
+            "playlist",
+            "singer",
+            "listen",
+            "listening",
         ],
     ),
     (
         "sport",
         &[
-            "sport", "sports", "running", "run", "swimming", "swim", "tennis", "soccer",
-            "football", "basketball", "yoga", "climbing", "cycling", "hiking", "gym",
-            "pilates", "golf", "boxing", "skiing", "surfing", "workout", "marathon",
+            "sport",
+            "sports",
+            "running",
+            "run",
+            "swimming",
+            "swim",
+            "tennis",
+            "soccer",
+            "football",
+            "basketball",
+            "yoga",
+            "climbing",
+            "cycling",
+            "hiking",
+            "gym",
+            "pilates",
+            "golf",
+            "boxing",
+            "skiing",
+            "surfing",
+            "workout",
+            "marathon",
         ],
     ),
     (
         "hobby",
         &[
-            "hobby", "hobbies", "painting", "knitting", "gardening", "photography", "pottery",
-            "chess", "guitar", "piano", "reading", "gaming", "baking", "woodworking",
-            "drawing", "sewing", "birdwatching", "crochet",
+            "hobby",
+            "hobbies",
+            "painting",
+            "knitting",
+            "gardening",
+            "photography",
+            "pottery",
+            "chess",
+            "guitar",
+            "piano",
+            "reading",
+            "gaming",
+            "baking",
+            "woodworking",
+            "drawing",
+            "sewing",
+            "birdwatching",
+            "crochet",
         ],
     ),
     (
@@ -122,49 +328,142 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
             "shows", "series", "podcast", "podcasts", "anime", "netflix",
         ],
     ),
-    (
-        "colour",
-        &["color", "colour", "colors", "colours"],
-    ),
+    ("colour", &["color", "colour", "colors", "colours"]),
     (
         "pet",
-        &["dog", "cat", "puppy", "kitten", "pet", "pets", "parrot", "hamster", "rabbit"],
+        &[
+            "dog", "cat", "puppy", "kitten", "pet", "pets", "parrot", "hamster", "rabbit",
+        ],
     ),
     (
         "relationship",
         &[
-            "partner", "boyfriend", "girlfriend", "husband", "wife", "fiance", "fiancee",
-            "married", "engaged", "divorced", "dating", "spouse",
+            "partner",
+            "boyfriend",
+            "girlfriend",
+            "husband",
+            "wife",
+            "fiance",
+            "fiancee",
+            "married",
+            "engaged",
+            "divorced",
+            "dating",
+            "spouse",
         ],
     ),
     (
         "school",
         &[
-            "school", "university", "college", "degree", "studying", "student", "course",
-            "major", "enrolled", "graduated", "class", "classes", "semester",
+            "school",
+            "university",
+            "college",
+            "degree",
+            "studying",
+            "student",
+            "course",
+            "major",
+            "enrolled",
+            "graduated",
+            "class",
+            "classes",
+            "semester",
         ],
     ),
     (
         "schedule",
         &[
-            "appointment", "meeting", "dentist", "doctor", "monday", "tuesday", "wednesday",
-            "thursday", "friday", "saturday", "sunday", "deadline", "flight", "reservation",
-            "o'clock", "scheduled", "rescheduled",
+            "appointment",
+            "meeting",
+            "dentist",
+            "doctor",
+            "monday",
+            "tuesday",
+            "wednesday",
+            "thursday",
+            "friday",
+            "saturday",
+            "sunday",
+            "deadline",
+            "flight",
+            "reservation",
+            "o'clock",
+            "scheduled",
+            "rescheduled",
         ],
     ),
 ];
 
 /// Words that announce that something is different from before.
 const CHANGE_CUES: &[&str] = &[
-    "moved", "moving", "relocated", "relocating", "switched", "switching", "switch",
-    "changed", "changing", "change", "replaced", "replacing", "upgraded", "upgrading",
-    "traded", "swapped", "new", "newer", "now", "anymore", "longer", "instead", "these",
-    "nowadays", "lately", "quit", "left", "leaving", "resigned", "joined", "joining",
-    "started", "starting", "start", "hired", "became", "become", "becoming", "goodbye",
-    "bye", "over", "gave", "sold", "ditched", "dropped", "stopped", "gotten", "got", "bought",
-    "promoted", "transferred", "retired", "finally", "since", "latest", "recently",
-    "converted", "prefer", "rather", "favorite", "favourite", "obsessed", "into", "tired",
-    "rescheduled", "postponed", "pushed", "rebooked",
+    "moved",
+    "moving",
+    "relocated",
+    "relocating",
+    "switched",
+    "switching",
+    "switch",
+    "changed",
+    "changing",
+    "change",
+    "replaced",
+    "replacing",
+    "upgraded",
+    "upgrading",
+    "traded",
+    "swapped",
+    "new",
+    "newer",
+    "now",
+    "anymore",
+    "longer",
+    "instead",
+    "these",
+    "nowadays",
+    "lately",
+    "quit",
+    "left",
+    "leaving",
+    "resigned",
+    "joined",
+    "joining",
+    "started",
+    "starting",
+    "start",
+    "hired",
+    "became",
+    "become",
+    "becoming",
+    "goodbye",
+    "bye",
+    "over",
+    "gave",
+    "sold",
+    "ditched",
+    "dropped",
+    "stopped",
+    "gotten",
+    "got",
+    "bought",
+    "promoted",
+    "transferred",
+    "retired",
+    "finally",
+    "since",
+    "latest",
+    "recently",
+    "converted",
+    "prefer",
+    "rather",
+    "favorite",
+    "favourite",
+    "obsessed",
+    "into",
+    "tired",
+    "rescheduled",
+    "postponed",
+    "pushed",
+    "rebooked",
 ];
 
 /// Words and phrases that correct an earlier statement.
@@ -258,7 +557,7 @@ static FORGET: LazyLock<Regex> = LazyLock::new(|| {
         r"(?x)
         (?:^|[.!?;,:]\s*|\b(?:please|pls|kindly|so|and|just|also|now|can\ you|could\ you|would\ you|i\ want\ you\ to|i'd\ like\ you\ to|i\ need\ you\ to)\s+)
         (?P<verb>
-            forget|delete|erase|remove|scratch|wipe|purge|discard|drop|clear|unlearn
+            forget|delete|erase|remove|scratch|wipe|purge|discard|drop|clear|unlearn|get\ rid\ of
           | (?:do\ not|don't|dont)\ (?:keep|remember|store|save|hold\ on\ to|retain|log|record)
           | stop\ (?:remembering|storing|keeping)
           | no\ need\ to\ (?:remember|keep|store)
@@ -280,10 +579,43 @@ static I_WANT_FORGOTTEN: LazyLock<Regex> = LazyLock::new(|| {
 /// Words before a forget verb that make it reported speech or something other than an
 /// instruction to this memory.
 const NOT_AN_INSTRUCTION: &[&str] = &[
-    "told", "tells", "telling", "said", "says", "asked", "asks", "wants", "wanted", "wrote",
-    "writes", "reads", "read", "should", "might", "never", "he", "she", "they", "boss",
-    "note", "document", "doc", "snippet", "email", "message", "text", "article", "page",
-    "post", "sign", "instructions", "ignore", "quote", "quoted", "saying", "line",
+    "told",
+    "tells",
+    "telling",
+    "said",
+    "says",
+    "asked",
+    "asks",
+    "wants",
+    "wanted",
+    "wrote",
+    "writes",
+    "reads",
+    "read",
+    "should",
+    "might",
+    "never",
+    "he",
+    "she",
+    "they",
+    "boss",
+    "note",
+    "document",
+    "doc",
+    "snippet",
+    "email",
+    "message",
+    "text",
+    "article",
+    "page",
+    "post",
+    "sign",
+    "instructions",
+    "ignore",
+    "quote",
+    "quoted",
+    "saying",
+    "line",
 ];
 
 /// Recognises an instruction to forget in the user's own current input.
@@ -293,37 +625,65 @@ const NOT_AN_INSTRUCTION: &[&str] = &[
 pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
     let lower = text.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
     let unquoted = strip_quoted(&lower);
-    let rest = if let Some(c) = I_WANT_FORGOTTEN.captures(&unquoted) {
-        c.name("rest").map(|m| m.as_str().to_owned())
+    let (before, rest) = if let Some(c) = I_WANT_FORGOTTEN.captures(&unquoted) {
+        let start = c.get(0).map_or(0, |m| m.start());
+        (
+            unquoted[..start].to_owned(),
+            c.name("rest").map(|m| m.as_str().to_owned())?,
+        )
     } else {
         let mut found = None;
         for c in FORGET.captures_iter(&unquoted) {
             let Some(verb) = c.name("verb") else { continue };
-            // The sentence up to the verb: reported speech and quoted documents show there.
             let before = &unquoted[..verb.start()];
-            let before = before
-                .rfind(['.', '!', '?', '\n'])
+            // The clause up to the verb: reported speech and quoted documents show there
+            // ("my boss told me to forget it", "the note reads: delete …").
+            let clause = before
+                .rfind(['.', '!', '?', '\n', ',', ';'])
                 .map_or(before, |i| &before[i + 1..]);
-            let addressed = before.trim_end().ends_with("you to");
+            let addressed = clause.trim_end().ends_with("you to");
             let reported = !addressed
-                && words(before)
+                && words(clause)
                     .iter()
                     .any(|w| NOT_AN_INSTRUCTION.contains(&w.as_str()));
-            let rest = c.name("rest").map(|m| m.as_str()).unwrap_or_default();
-            // "forget it" / "forget about it" as an idiom of dismissal, and "don't forget".
-            let dismissive = matches!(rest.trim(), "" | "it" | "about it");
-            if !reported && !dismissive {
-                found = Some(rest.to_owned());
+            if !reported {
+                let rest = c.name("rest").map(|m| m.as_str()).unwrap_or_default();
+                found = Some((before.to_owned(), rest.to_owned()));
                 break;
             }
         }
-        found
-    }?;
-    let everything = EVERYTHING.is_match(&rest);
-    let about: Vec<String> = content_words(&rest)
-        .into_iter()
-        .filter(|w| !FORGET_FILLER.contains(&w.as_str()))
-        .collect();
+        found?
+    };
+    // The object ends at the first comma ("forget it, please"; "… my plan to quit,
+    // don't keep that").
+    let rest = rest.split(',').next().unwrap_or_default().trim();
+    let rest = rest.strip_suffix(" please").unwrap_or(rest);
+    // "Forget it" points back: to what the sentence said before the verb ("that thing
+    // about my brother's arrest, please purge it"), or to what the previous sentence
+    // told ("I shouldn't have told you the gate code. Forget it."). With nothing to
+    // point at, it is the idiom of dismissal ("oh, forget it") and no instruction.
+    let topic = if matches!(rest, "" | "it" | "that" | "this" | "them" | "about it") {
+        let sentence_start = before.rfind(['.', '!', '?', '\n']).map_or(0, |i| i + 1);
+        let own = before[sentence_start..].trim();
+        let previous_start = before[..sentence_start.saturating_sub(1)]
+            .rfind(['.', '!', '?', '\n'])
+            .map_or(0, |i| i + 1);
+        let previous = before[previous_start..sentence_start].trim();
+        if !topic_words(own).is_empty() && (own.contains("about") || own.contains("my ")) {
+            own.to_owned()
+        } else if TOLD.is_match(previous) {
+            previous.to_owned()
+        } else {
+            return None;
+        }
+    } else {
+        rest.to_owned()
+    };
+    let everything = !topic.contains(" about ") && EVERYTHING.is_match(&topic);
+    let about = match topic.split_once("about ") {
+        Some((_, after)) => topic_words(after),
+        None => topic_words(&topic),
+    };
     if !everything && about.is_empty() {
         return None;
     }
@@ -332,6 +692,20 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
         about: if everything { Vec::new() } else { about },
     })
 }
+
+fn topic_words(text: &str) -> Vec<String> {
+    content_words(text)
+        .into_iter()
+        .filter(|w| !FORGET_FILLER.contains(&w.as_str()))
+        .collect()
+}
+
+// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
+#[allow(clippy::expect_used)]
+static TOLD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:told\s+you|said|mentioned|shared|gave\s+you|typed|wrote\s+down)\b")
+        .expect("constant pattern") // invariant: a constant, valid pattern
+});
 
 // invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
 #[allow(clippy::expect_used)]
@@ -342,10 +716,55 @@ static EVERYTHING: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Words in a forget instruction that do not name its topic.
 const FORGET_FILLER: &[&str] = &[
-    "please", "mentioned", "told", "said", "earlier", "before", "note", "thing", "things",
-    "stuff", "details", "detail", "info", "information", "bit", "part", "keep", "remember",
-    "store", "save", "anything", "anymore", "record", "records", "memory", "memories",
-    "data", "entry", "fact", "facts", "that", "what", "don't", "about",
+    "please",
+    "mentioned",
+    "told",
+    "said",
+    "earlier",
+    "before",
+    "note",
+    "thing",
+    "things",
+    "stuff",
+    "details",
+    "detail",
+    "info",
+    "information",
+    "bit",
+    "part",
+    "keep",
+    "remember",
+    "store",
+    "save",
+    "anything",
+    "anymore",
+    "record",
+    "records",
+    "memory",
+    "memories",
+    "data",
+    "entry",
+    "fact",
+    "facts",
+    "that",
+    "what",
+    "don't",
+    "about",
+    "anywhere",
+    "completely",
+    "ever",
+    "everything",
+    "from",
+    "your",
+    "now",
+    "it",
+    "take",
+    "back",
+    "shouldn't",
+    "gone",
+    "stored",
+    "written",
+    "down",
 ];
 
 /// The text with every double-quoted span removed: a quoted instruction is not the user's.
@@ -372,13 +791,17 @@ mod tests {
         LazyLock::force(&FORGET);
         LazyLock::force(&I_WANT_FORGOTTEN);
         LazyLock::force(&EVERYTHING);
+        LazyLock::force(&TOLD);
     }
 
     #[test]
     fn attributes_by_lexicon() {
         assert_eq!(attributes("We moved into a flat in Leeds")[0], "home");
         assert_eq!(attributes("The new iPhone is great")[0], "phone");
-        assert_eq!(attributes("I handed in my notice and joined Initech")[0], "work");
+        assert_eq!(
+            attributes("I handed in my notice and joined Initech")[0],
+            "work"
+        );
         assert!(attributes("The weather is nice").is_empty());
     }
 
@@ -396,10 +819,31 @@ mod tests {
     fn forget_instructions() {
         let f = forget_instruction("Please forget my home address.").unwrap();
         assert_eq!(f.about, vec!["home", "address"]);
-        assert!(forget_instruction("Forget everything I told you.").unwrap().everything);
+        assert!(
+            forget_instruction("Forget everything I told you.")
+                .unwrap()
+                .everything
+        );
         let f = forget_instruction("I don't want you to remember my ex's name").unwrap();
         assert!(f.about.contains(&"ex's".to_owned()) || f.about.contains(&"name".to_owned()));
-        assert!(forget_instruction("Scratch what I said about my salary, don't keep that").is_some());
+        assert!(
+            forget_instruction("Scratch what I said about my salary, don't keep that").is_some()
+        );
+        let f = forget_instruction("Delete everything I told you about my medication.").unwrap();
+        assert!(!f.everything, "a topic, not everything");
+        assert_eq!(f.about, vec!["medication"]);
+        let f =
+            forget_instruction("That thing about my brother's arrest, please purge it.").unwrap();
+        assert!(f.about.contains(&"arrest".to_owned()));
+        let f = forget_instruction("I shouldn't have told you the gate code. Forget it, please.")
+            .unwrap();
+        assert_eq!(f.about, vec!["gate", "code"]);
+        let f = forget_instruction(
+            "Our lawyer says to keep it quiet, so forget I ever mentioned the lawsuit.",
+        )
+        .unwrap();
+        assert_eq!(f.about, vec!["lawsuit"]);
+        assert!(forget_instruction("Get rid of my ex-husband's address now.").is_some());
     }
 
     #[test]

@@ -138,8 +138,7 @@ pub trait Constructor: Send + Sync + std::fmt::Debug {
     /// Processes the next turn of a conversation. `open_episode` holds the turns of the
     /// episode not yet summarised; the constructor updates it (an episode that closes is
     /// summarised and the buffer starts again). Returns the memories to write.
-    fn observe(&self, turn: &TurnInput, open_episode: &mut Vec<TurnInput>)
-        -> Result<Construction>;
+    fn observe(&self, turn: &TurnInput, open_episode: &mut Vec<TurnInput>) -> Result<Construction>;
 
     /// Closes the open episode at the end of a session or conversation, emptying it.
     fn close(&self, open_episode: &mut Vec<TurnInput>) -> Result<Option<Memory>>;
@@ -212,9 +211,11 @@ impl OfflineConstructor {
             let mut kw = keywords(&rewritten, 10);
             // Facts about one attribute of the speaker share a key, so a later change
             // finds the facts it makes stale; the attribute's name is a keyword too.
+            let subject = relation(&rewritten, &turn.speaker)
+                .map_or_else(|| turn.speaker.clone(), |r| format!("{}/{r}", turn.speaker));
             let key = attributes(&rewritten).first().map(|attribute| {
                 kw.push((*attribute).to_owned());
-                subject_key(&turn.speaker, attribute)
+                subject_key(&subject, attribute)
             });
             out.push(Memory {
                 content: rewritten,
@@ -311,11 +312,7 @@ impl OfflineConstructor {
 }
 
 impl Constructor for OfflineConstructor {
-    fn observe(
-        &self,
-        turn: &TurnInput,
-        open_episode: &mut Vec<TurnInput>,
-    ) -> Result<Construction> {
+    fn observe(&self, turn: &TurnInput, open_episode: &mut Vec<TurnInput>) -> Result<Construction> {
         let mut out = Construction {
             raw: vec![self.raw(turn)],
             facts: self.facts(turn),
@@ -349,6 +346,64 @@ impl Constructor for OfflineConstructor {
         open_episode.clear();
         Ok(summary)
     }
+}
+
+/// People and animals a speaker talks about as "my …": a fact about "Dana's sister"
+/// is about the sister, not about Dana.
+const RELATIONS: &[&str] = &[
+    "sister",
+    "brother",
+    "mother",
+    "mom",
+    "mum",
+    "father",
+    "dad",
+    "parents",
+    "wife",
+    "husband",
+    "partner",
+    "boyfriend",
+    "girlfriend",
+    "son",
+    "daughter",
+    "kids",
+    "children",
+    "cousin",
+    "friend",
+    "boss",
+    "aunt",
+    "uncle",
+    "grandma",
+    "grandmother",
+    "grandpa",
+    "grandfather",
+    "niece",
+    "nephew",
+    "roommate",
+    "neighbour",
+    "neighbor",
+    "colleague",
+    "dog",
+    "cat",
+    "puppy",
+    "kitten",
+    "ex",
+    "fiance",
+    "fiancee",
+    "team",
+    "manager",
+];
+
+/// The relation a sentence is about when its subject is "<speaker>'s <relation>".
+fn relation(sentence: &str, speaker: &str) -> Option<&'static str> {
+    let ws = words(sentence);
+    let possessive = format!("{}'s", speaker.to_lowercase());
+    // Only the subject position: within the first few words.
+    ws.iter()
+        .take(6)
+        .position(|w| *w == possessive)
+        .and_then(|i| ws.get(i + 1))
+        .and_then(|next| RELATIONS.iter().find(|r| **r == next.as_str()).copied())
 }
 
 /// The key shared by facts about one attribute of one person, e.g. `dana/home`.
@@ -707,15 +762,16 @@ mod tests {
     #[test]
     fn facts_stand_alone_with_absolute_dates() {
         let c = OfflineConstructor::default();
-        let out = c.observe(
-            &turn(
-                "D1:3",
-                "Caroline",
-                "I went to a LGBTQ support group yesterday and it was so powerful. Did you go?",
-            ),
-            &mut Vec::new(),
-        )
-        .unwrap();
+        let out = c
+            .observe(
+                &turn(
+                    "D1:3",
+                    "Caroline",
+                    "I went to a LGBTQ support group yesterday and it was so powerful. Did you go?",
+                ),
+                &mut Vec::new(),
+            )
+            .unwrap();
         assert_eq!(out.raw.len(), 1);
         assert_eq!(out.facts.len(), 1, "{:?}", out.facts);
         let fact = &out.facts[0];
@@ -788,7 +844,10 @@ mod tests {
             .collect();
         let mut buffer = open.clone();
         let out = c
-            .observe(&turn("D1:4", "Melanie", "The fence looks great"), &mut buffer)
+            .observe(
+                &turn("D1:4", "Melanie", "The fence looks great"),
+                &mut buffer,
+            )
             .unwrap();
         assert_eq!(out.episodes.len(), 1, "a full window closes");
         assert_eq!(out.episodes[0].turns, vec!["D1:1", "D1:2", "D1:3"]);
@@ -802,22 +861,24 @@ mod tests {
         );
 
         let c = OfflineConstructor::default();
-        let out = c.observe(
-            &turn(
-                "D1:4",
-                "Melanie",
-                "Quantum chromodynamics lectures bored everyone terribly",
-            ),
-            &mut open.clone(),
-        )
-        .unwrap();
+        let out = c
+            .observe(
+                &turn(
+                    "D1:4",
+                    "Melanie",
+                    "Quantum chromodynamics lectures bored everyone terribly",
+                ),
+                &mut open.clone(),
+            )
+            .unwrap();
         assert_eq!(out.episodes.len(), 1, "a topic shift closes");
         let mut buffer = open[..1].to_vec();
-        let out = c.observe(
-            &turn("D1:4", "Melanie", "Let's sum up the fence plan"),
-            &mut buffer,
-        )
-        .unwrap();
+        let out = c
+            .observe(
+                &turn("D1:4", "Melanie", "Let's sum up the fence plan"),
+                &mut buffer,
+            )
+            .unwrap();
         assert_eq!(
             out.episodes.len(),
             1,
@@ -826,11 +887,12 @@ mod tests {
         assert_eq!(out.episodes[0].turns.len(), 2);
         assert!(buffer.is_empty());
         let mut buffer = open[..1].to_vec();
-        let out = c.observe(
-            &turn("D1:2", "Melanie", "The fence paint is drying"),
-            &mut buffer,
-        )
-        .unwrap();
+        let out = c
+            .observe(
+                &turn("D1:2", "Melanie", "The fence paint is drying"),
+                &mut buffer,
+            )
+            .unwrap();
         assert!(out.episodes.is_empty());
         assert_eq!(buffer.len(), 2, "the turn joins the open episode");
         assert!(c.close(&mut buffer).unwrap().is_some());

@@ -28,7 +28,9 @@ pub enum Error {
         source: colmem_llm::Error,
     },
     /// A model answered with well-formed JSON that breaks the role's contract.
-    #[error("the {role} role's model answered out of contract: {detail}; check the prompt and the model")]
+    #[error(
+        "the {role} role's model answered out of contract: {detail}; check the prompt and the model"
+    )]
     Contract {
         /// The role.
         role: &'static str,

@@ -63,6 +63,9 @@ pub struct JudgeConfig {
     /// Word overlap from which a correction is taken to be about a held fact without
     /// a shared attribute.
     pub correction_overlap: f64,
+    /// Whether every new statement about a subject's attribute replaces the held ones,
+    /// not only one that announces a change or a correction.
+    pub latest_wins: bool,
 }
 
 impl Default for JudgeConfig {
@@ -71,6 +74,7 @@ impl Default for JudgeConfig {
             relevant_coverage: 0.5,
             enough: 2,
             correction_overlap: 0.15,
+            latest_wins: true,
         }
     }
 }
@@ -90,7 +94,7 @@ impl OfflineJudge {
 }
 
 /// A crude stem: the first five characters of a lowercase word.
-pub(crate) fn stem(word: &str) -> String {
+pub fn stem(word: &str) -> String {
     word.chars().take(5).collect()
 }
 
@@ -125,7 +129,10 @@ impl Judge for OfflineJudge {
     fn conflicts(&self, new: &Memory, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         let corrected = is_correction(&new.content);
         let changed = corrected || announces_change(&new.content);
-        if !changed {
+        // A statement about an attribute that the speaker already stated replaces it
+        // when it announces a change or a correction — or, with `latest_wins`, always:
+        // the newest statement about one attribute of one subject is its current state.
+        if !changed && !self.config.latest_wins {
             return Ok(Vec::new());
         }
         let reason = if corrected {

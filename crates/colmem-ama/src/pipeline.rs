@@ -14,9 +14,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use colmem_core::{
-    Draft, Fragment, FragmentId, Granularity, Kind, Source, UserId, Validity, View,
-};
+use colmem_core::{Draft, Fragment, FragmentId, Granularity, Kind, Source, UserId, Validity, View};
 use colmem_index::{HybridIndex, Query, Signal};
 use colmem_llm::Embedder;
 use colmem_store::{Delete, FragmentStore, Interaction, ListQuery, Order, Supersede};
@@ -284,27 +282,27 @@ impl Pipeline {
 
     /// The AMA write path for one dialogue turn; see the module documentation.
     pub fn remember(&self, caller: &Caller<'_>, turn: &TurnInput) -> Result<Remembered> {
-        if turn.origin == Origin::User {
-            if let Some(instruction) = self.roles.refresher.forget_request(&turn.text)? {
-                let mine = self.own_fragments(caller, None, None)?;
-                let candidates: Vec<&Fragment> = mine.iter().collect();
-                let targets = self
-                    .roles
-                    .refresher
-                    .forget_targets(&instruction, &candidates)?;
-                let mut deleted = Vec::new();
-                for id in targets {
-                    if let Some(f) = mine.iter().find(|f| f.id == id) {
-                        self.delete(caller, f)?;
-                        deleted.push(id);
-                    }
+        if turn.origin == Origin::User
+            && let Some(instruction) = self.roles.refresher.forget_request(&turn.text)?
+        {
+            let mine = self.own_fragments(caller, None, None)?;
+            let candidates: Vec<&Fragment> = mine.iter().collect();
+            let targets = self
+                .roles
+                .refresher
+                .forget_targets(&instruction, &candidates)?;
+            let mut deleted = Vec::new();
+            for id in targets {
+                if let Some(f) = mine.iter().find(|f| f.id == id) {
+                    self.delete(caller, f)?;
+                    deleted.push(id);
                 }
-                // The instruction itself is not kept: it would recall what it forgets.
-                return Ok(Remembered {
-                    deleted,
-                    ..Remembered::default()
-                });
             }
+            // The instruction itself is not kept: it would recall what it forgets.
+            return Ok(Remembered {
+                deleted,
+                ..Remembered::default()
+            });
         }
         let construction = {
             let mut open = self
@@ -320,7 +318,11 @@ impl Pipeline {
         let mut pending: Vec<Pending<'_>> = Vec::new();
         for (on, memories, granularity) in [
             (stored.raw, &construction.raw, Granularity::RawTurn),
-            (stored.episodes, &construction.episodes, Granularity::Episode),
+            (
+                stored.episodes,
+                &construction.episodes,
+                Granularity::Episode,
+            ),
             (stored.profile, &construction.profile, Granularity::Profile),
             (stored.facts, &construction.facts, Granularity::Fact),
         ] {
@@ -336,7 +338,15 @@ impl Pipeline {
         let mut plain = Vec::new();
         for p in pending {
             let conflicts = if p.granularity == Granularity::Fact {
-                let held = self.held_facts(caller, p.memory)?;
+                let mut held = self.held_facts(caller, p.memory)?;
+                // A fact this turn already closed is no longer held, whatever the
+                // caller's filter (compiled before the close) still admits.
+                held.retain(|f| {
+                    !outcome
+                        .superseded
+                        .iter()
+                        .any(|(old, new)| *old == f.id || *new == f.id)
+                });
                 let held: Vec<&Fragment> = held.iter().collect();
                 let conflicts = self.roles.judge.conflicts(p.memory, &held)?;
                 self.roles.refresher.resolve(p.memory, &conflicts)?
@@ -396,7 +406,12 @@ impl Pipeline {
     }
 
     /// Retrieval-only mode; see the module documentation.
-    pub fn recall(&self, caller: &Caller<'_>, query: &str, options: &RecallOptions) -> Result<Recall> {
+    pub fn recall(
+        &self,
+        caller: &Caller<'_>,
+        query: &str,
+        options: &RecallOptions,
+    ) -> Result<Recall> {
         self.index.catch_up(self.store.as_ref())?;
         let plan = self.roles.retriever.plan(query, &options.context)?;
         let k = options.k.unwrap_or(plan.k).max(1);
@@ -491,6 +506,7 @@ impl Pipeline {
                 .then(a.round.cmp(&b.round))
                 .then(a.fragment.id.cmp(&b.fragment.id))
         });
+        found.truncate(k);
         Ok(Recall {
             plan,
             rounds,
@@ -507,7 +523,10 @@ impl Pipeline {
     ) -> Result<Answered> {
         let recall = self.recall(caller, query, options)?;
         let evidence: Vec<&Fragment> = recall.hits.iter().map(|h| &h.fragment).collect();
-        let answer = self.roles.answerer.answer(&recall.plan.rewritten, &evidence)?;
+        let answer = self
+            .roles
+            .answerer
+            .answer(&recall.plan.rewritten, &evidence)?;
         Ok(Answered { recall, answer })
     }
 
@@ -538,24 +557,24 @@ impl Pipeline {
             Some(key) => self.own_fragments(caller, Some(key.clone()), Some(Granularity::Fact))?,
             None => Vec::new(),
         };
-        if crate::change::is_correction(&memory.content) {
-            if let Some(speaker) = &memory.speaker {
-                let prefix = format!("{}/", speaker.to_lowercase());
-                let recent = self.store.list(
-                    caller.filter(),
-                    &ListQuery {
-                        granularity: Some(Granularity::Fact),
-                        order: Order::NewestFirst,
-                        limit: Some(CORRECTION_LOOKBACK),
-                        ..ListQuery::default()
-                    },
-                )?;
-                held.extend(recent.into_iter().filter(|f| {
-                    f.provenance.user == caller.user()
-                        && f.key.as_deref().is_some_and(|k| k.starts_with(&prefix))
-                        && f.key != memory.key
-                }));
-            }
+        if crate::change::is_correction(&memory.content)
+            && let Some(speaker) = &memory.speaker
+        {
+            let prefix = format!("{}/", speaker.to_lowercase());
+            let recent = self.store.list(
+                caller.filter(),
+                &ListQuery {
+                    granularity: Some(Granularity::Fact),
+                    order: Order::NewestFirst,
+                    limit: Some(CORRECTION_LOOKBACK),
+                    ..ListQuery::default()
+                },
+            )?;
+            held.extend(recent.into_iter().filter(|f| {
+                f.provenance.user == caller.user()
+                    && f.key.as_deref().is_some_and(|k| k.starts_with(&prefix))
+                    && f.key != memory.key
+            }));
         }
         Ok(held)
     }
@@ -681,10 +700,10 @@ impl Pipeline {
             turns: memory.turns.clone(),
             parents: Vec::new(),
         };
-        if let Some(t) = memory.time {
-            if let Ok(validity) = Validity::new(t, None) {
-                draft.validity = validity;
-            }
+        if let Some(t) = memory.time
+            && let Ok(validity) = Validity::new(t, None)
+        {
+            draft.validity = validity;
         }
         draft
     }

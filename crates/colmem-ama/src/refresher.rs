@@ -8,6 +8,8 @@
 //!
 //! The pipeline carries the decisions out through the store, which audits each one.
 
+use std::collections::HashSet;
+
 use colmem_core::{Fragment, FragmentId};
 
 use crate::change::{ForgetInstruction, attributes, forget_instruction};
@@ -60,12 +62,29 @@ impl Refresher for OfflineRefresher {
         }
         let about = instruction.about.join(" ");
         let named: Vec<&str> = attributes(&about);
-        Ok(candidates
+        let direct: Vec<&Fragment> = candidates
             .iter()
+            .copied()
             .filter(|f| {
                 coverage(&about, &f.content) >= TARGET_COVERAGE
                     || (!named.is_empty()
-                        && attributes(&f.content).first().is_some_and(|a| named.contains(a)))
+                        && attributes(&f.content)
+                            .first()
+                            .is_some_and(|a| named.contains(a)))
+            })
+            .collect();
+        // What was drawn from the same turns goes too: a fact of a forgotten turn would
+        // otherwise keep what the user asked to forget.
+        let turns: HashSet<&String> = direct
+            .iter()
+            .flat_map(|f| &f.provenance.source.turns)
+            .collect();
+        Ok(candidates
+            .iter()
+            .filter(|f| {
+                direct.iter().any(|d| d.id == f.id)
+                    || (!f.provenance.source.turns.is_empty()
+                        && f.provenance.source.turns.iter().all(|t| turns.contains(t)))
             })
             .map(|f| f.id)
             .collect())

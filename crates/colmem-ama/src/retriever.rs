@@ -294,7 +294,10 @@ mod tests {
             assert!(plan.k >= 7, "{q}: {}", plan.k);
         }
         let r = OfflineRetriever::default();
-        let short = r.plan("Where does Ann live?", &QueryContext::default()).unwrap().k;
+        let short = r
+            .plan("Where does Ann live?", &QueryContext::default())
+            .unwrap()
+            .k;
         let long = r.plan("When and why did Ann move to the city after her brother's wedding, and what did she say?", &QueryContext::default()).unwrap().k;
         assert!(long > short, "{long} vs {short}");
     }

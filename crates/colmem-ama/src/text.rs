@@ -62,7 +62,8 @@ pub fn sentences(text: &str) -> Vec<String> {
                 && i >= 1
                 && chars[i - 1].is_uppercase()
                 && (i < 2 || !chars[i - 2].is_alphanumeric());
-            if at_boundary && !initial {
+            let abbreviation = c == '.' && ends_with_abbreviation(&current[..current.len() - 1]);
+            if at_boundary && !initial && !abbreviation {
                 let s = current.trim().to_owned();
                 if !s.is_empty() {
                     out.push(s);
@@ -76,6 +77,21 @@ pub fn sentences(text: &str) -> Vec<String> {
         out.push(rest.to_owned());
     }
     out
+}
+
+/// Abbreviations whose period does not end a sentence.
+const ABBREVIATIONS: &[&str] = &[
+    "st", "dr", "mr", "mrs", "ms", "prof", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "mt", "ft",
+    "ave", "approx", "dept", "inc", "ltd", "co", "corp",
+];
+
+fn ends_with_abbreviation(text: &str) -> bool {
+    let last = text
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or_default()
+        .to_lowercase();
+    ABBREVIATIONS.contains(&last.as_str())
 }
 
 /// Rewrites `text` word by word: `f` gets each space-separated token's position and
@@ -121,6 +137,14 @@ pub fn jaccard(a: &[String], b: &[String]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn abbreviations_do_not_split() {
+        assert_eq!(
+            sentences("It says St. Mary's Hospital now. Dr. Patel agrees."),
+            vec!["It says St. Mary's Hospital now.", "Dr. Patel agrees."]
+        );
+    }
 
     #[test]
     fn sentence_splitting() {

@@ -1,0 +1,339 @@
+//! `cargo xtask eval updates`: the knowledge-update suite of `fixtures/knowledge-update/`.
+//!
+//! Each fixture conversation is remembered turn by turn as its own user (the user's turns
+//! are the user's own input; the assistant's are not). Then its questions are asked in
+//! full mode:
+//! - `current`: the answer must contain an expected value and no stale one (an empty
+//!   answer is wrong), and no fact or profile entry holding a stale value may be recalled
+//!   as current;
+//! - `past`: asked as a history read at the question's world date; the answer must hold
+//!   the value of that time;
+//! - `forgotten`: after the user's explicit forget instruction, nothing recalled may hold
+//!   the forgotten value.
+//!
+//! Recall (an expected value anywhere in the recalled fragments) is reported beside
+//! accuracy.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, bail, ensure};
+use colmem_ama::{Origin, PipelineConfig, RecallOptions, Roles, TurnInput};
+use colmem_core::{Granularity, Timestamp, View};
+use colmem_index::FusionConfig;
+use colmem_llm::{OfflineConfig, OfflineEmbedder};
+use serde::{Deserialize, Serialize};
+
+use crate::ama_harness::Harness;
+
+/// Arguments of `eval updates`.
+#[derive(clap::Args, Debug)]
+pub struct EvalUpdatesArgs {
+    /// The fixture directory [default: fixtures/knowledge-update].
+    #[arg(long)]
+    pub fixtures: Option<PathBuf>,
+    /// Print every question that was answered wrongly.
+    #[arg(long)]
+    pub verbose: bool,
+    /// Print one JSON object as the last line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    conversation: Vec<Conversation>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Conversation {
+    id: String,
+    user: String,
+    agent: String,
+    change: String,
+    turns: Vec<FixtureTurn>,
+    questions: Vec<FixtureQuestion>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FixtureTurn {
+    date: String,
+    speaker: String,
+    text: String,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "snake_case")]
+enum QuestionKind {
+    Current,
+    Past,
+    Forgotten,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FixtureQuestion {
+    ask: String,
+    kind: QuestionKind,
+    #[serde(default)]
+    at: Option<String>,
+    expect: Vec<String>,
+    #[serde(default)]
+    stale: Vec<String>,
+}
+
+#[derive(Default, Serialize, Clone)]
+struct Score {
+    questions: usize,
+    correct: usize,
+    recalled: usize,
+    stale_returned: usize,
+}
+
+impl Score {
+    fn accuracy(&self) -> f64 {
+        self.correct as f64 / self.questions.max(1) as f64
+    }
+    fn recall(&self) -> f64 {
+        self.recalled as f64 / self.questions.max(1) as f64
+    }
+    fn add(&mut self, other: &Score) {
+        self.questions += other.questions;
+        self.correct += other.correct;
+        self.recalled += other.recalled;
+        self.stale_returned += other.stale_returned;
+    }
+}
+
+#[derive(Serialize)]
+struct Summary {
+    questions: usize,
+    accuracy: f64,
+    current_accuracy: f64,
+    past_accuracy: f64,
+    forgotten_accuracy: f64,
+    recall: f64,
+    stale_returned: usize,
+    by_type: BTreeMap<String, f64>,
+}
+
+fn contains(haystack: &str, needle: &str) -> bool {
+    haystack.to_lowercase().contains(&needle.to_lowercase())
+}
+
+fn date(text: &str) -> Result<Timestamp> {
+    Timestamp::parse(text).with_context(|| format!("bad date {text:?}: use YYYY-MM-DD"))
+}
+
+fn load(dir: &Path) -> Result<Vec<Conversation>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    ensure!(
+        !paths.is_empty(),
+        "{} holds no .toml fixtures",
+        dir.display()
+    );
+    let mut out = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path)?;
+        let file: File =
+            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        out.extend(file.conversation);
+    }
+    Ok(out)
+}
+
+/// Runs the suite and prints the table (and JSON).
+pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
+    let dir = args
+        .fixtures
+        .clone()
+        .unwrap_or_else(|| crate::repo_root().join("fixtures/knowledge-update"));
+    let conversations = load(&dir)?;
+    let embedder = Arc::new(OfflineEmbedder::new(OfflineConfig::default())?);
+    let mut harness = Harness::new(
+        embedder,
+        Timestamp::parse("2026-01-01T00:00:00Z")?,
+        FusionConfig::default(),
+    )?;
+    let pipeline = harness.pipeline(Roles::offline(), PipelineConfig::default());
+
+    let mut by_kind: BTreeMap<&'static str, Score> = BTreeMap::new();
+    let mut by_type: BTreeMap<String, Score> = BTreeMap::new();
+    for conversation in &conversations {
+        let user = harness.add_user(&conversation.id)?;
+        for (i, turn) in conversation.turns.iter().enumerate() {
+            let (origin, listener) = if turn.speaker == conversation.user {
+                (Origin::User, conversation.agent.clone())
+            } else if turn.speaker == conversation.agent {
+                (Origin::Other, conversation.user.clone())
+            } else {
+                bail!(
+                    "{}: turn {} is spoken by {:?}, who is neither the user nor the agent",
+                    conversation.id,
+                    i + 1,
+                    turn.speaker
+                );
+            };
+            harness.clock.advance(1_000);
+            let caller = harness.caller(user)?;
+            pipeline.remember(
+                &caller,
+                &TurnInput {
+                    dialogue_id: format!("D1:{}", i + 1),
+                    session: "D1".to_owned(),
+                    speaker: turn.speaker.clone(),
+                    listener,
+                    text: turn.text.clone(),
+                    time: Some(date(&turn.date)?),
+                    origin,
+                },
+            )?;
+        }
+        harness.clock.advance(1_000);
+        let caller = harness.caller(user)?;
+        for question in &conversation.questions {
+            let view = match (question.kind, &question.at) {
+                (QuestionKind::Past, Some(at)) => View::WorldAsOf(date(at)?),
+                (QuestionKind::Past, None) => {
+                    bail!("{}: a past question needs `at`", conversation.id)
+                }
+                _ => View::Current,
+            };
+            let answered = pipeline.answer(
+                &caller,
+                &question.ask,
+                &RecallOptions {
+                    view,
+                    ..RecallOptions::default()
+                },
+            )?;
+            let answer = &answered.answer.text;
+            let hits = &answered.recall.hits;
+            let any_stale = |text: &str| question.stale.iter().any(|s| contains(text, s));
+            let mut score = Score {
+                questions: 1,
+                ..Score::default()
+            };
+            let (correct, recalled) = match question.kind {
+                QuestionKind::Forgotten => {
+                    let clean = !hits.iter().any(|h| any_stale(&h.fragment.content));
+                    (clean, clean)
+                }
+                _ => (
+                    question.expect.iter().any(|e| contains(answer, e)) && !any_stale(answer),
+                    hits.iter().any(|h| {
+                        question
+                            .expect
+                            .iter()
+                            .any(|e| contains(&h.fragment.content, e))
+                    }),
+                ),
+            };
+            if question.kind == QuestionKind::Current {
+                score.stale_returned = hits
+                    .iter()
+                    .filter(|h| {
+                        matches!(
+                            h.fragment.granularity,
+                            Granularity::Fact | Granularity::Profile
+                        ) && any_stale(&h.fragment.content)
+                            && !question
+                                .expect
+                                .iter()
+                                .any(|e| contains(&h.fragment.content, e))
+                    })
+                    .count();
+            }
+            score.correct = usize::from(correct);
+            score.recalled = usize::from(recalled);
+            if args.verbose && !correct {
+                println!(
+                    "WRONG {} [{:?}] {:?} → {:?} (expect {:?}, stale {:?})",
+                    conversation.id,
+                    question.kind,
+                    question.ask,
+                    answer,
+                    question.expect,
+                    question.stale
+                );
+                for hit in hits.iter().take(5) {
+                    println!(
+                        "    {:?} {:.3} {}",
+                        hit.fragment.granularity, hit.score, hit.fragment.content
+                    );
+                }
+            }
+            let kind = match question.kind {
+                QuestionKind::Current => "current",
+                QuestionKind::Past => "past",
+                QuestionKind::Forgotten => "forgotten",
+            };
+            by_kind.entry(kind).or_default().add(&score);
+            by_type
+                .entry(conversation.change.clone())
+                .or_default()
+                .add(&score);
+        }
+    }
+    let mut total = Score::default();
+    println!(
+        "{:<12} {:>9} {:>9} {:>8} {:>8}",
+        "change", "questions", "accuracy", "recall", "stale"
+    );
+    for (change, score) in &by_type {
+        total.add(score);
+        println!(
+            "{:<12} {:>9} {:>9.3} {:>8.3} {:>8}",
+            change,
+            score.questions,
+            score.accuracy(),
+            score.recall(),
+            score.stale_returned
+        );
+    }
+    for (kind, score) in &by_kind {
+        println!(
+            "{:<12} {:>9} {:>9.3} {:>8.3} {:>8}",
+            format!("({kind})"),
+            score.questions,
+            score.accuracy(),
+            score.recall(),
+            score.stale_returned
+        );
+    }
+    println!(
+        "{:<12} {:>9} {:>9.3} {:>8.3} {:>8}",
+        "all",
+        total.questions,
+        total.accuracy(),
+        total.recall(),
+        total.stale_returned
+    );
+    if args.json {
+        let of = |kind: &str| by_kind.get(kind).map_or(0.0, Score::accuracy);
+        let summary = Summary {
+            questions: total.questions,
+            accuracy: total.accuracy(),
+            current_accuracy: of("current"),
+            past_accuracy: of("past"),
+            forgotten_accuracy: of("forgotten"),
+            recall: total.recall(),
+            stale_returned: total.stale_returned,
+            by_type: by_type
+                .iter()
+                .map(|(k, v)| (k.clone(), v.accuracy()))
+                .collect(),
+        };
+        println!("{}", serde_json::to_string(&summary)?);
+    }
+    Ok(())
+}
