@@ -65,9 +65,9 @@ pub struct EvalLocomoArgs {
 
 const KS: [usize; 3] = [5, 10, 25];
 /// Fragments fetched per question: enough for 25 distinct turns in nearly every case.
-const FETCH: usize = 40;
+pub(crate) const FETCH: usize = 40;
 /// Fragments that make the context of a question.
-const CONTEXT_FRAGMENTS: usize = 10;
+pub(crate) const CONTEXT_FRAGMENTS: usize = 10;
 
 /// One ranking method in the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,7 +148,7 @@ impl Tally {
     }
 }
 
-fn mean(values: &[f64]) -> f64 {
+pub(crate) fn mean(values: &[f64]) -> f64 {
     if values.is_empty() {
         0.0
     } else {
@@ -237,7 +237,7 @@ fn local_embedder(_args: &EvalLocomoArgs) -> Result<Arc<dyn Embedder>> {
 }
 
 /// The turns of a conversation as the constructor sees them.
-fn turns(conversation: &Conversation) -> Vec<TurnInput> {
+pub(crate) fn turns(conversation: &Conversation) -> Vec<TurnInput> {
     let dialogue = &conversation.dialogue;
     dialogue
         .turns()
@@ -262,7 +262,7 @@ fn turns(conversation: &Conversation) -> Vec<TurnInput> {
 }
 
 /// The distinct source turns of a ranking, in order.
-fn ranked_turns<'f>(fragments: impl Iterator<Item = &'f Fragment>) -> Vec<String> {
+pub(crate) fn ranked_turns<'f>(fragments: impl Iterator<Item = &'f Fragment>) -> Vec<String> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for fragment in fragments {

@@ -8,6 +8,7 @@ mod bench_access;
 mod bench_embed;
 mod bench_index;
 mod bench_store;
+mod comam;
 mod eval_locomo;
 mod eval_updates;
 mod fetch_model;
@@ -56,6 +57,9 @@ enum Task {
     },
     /// Put a local embedding model's files in models/ (skips files already there).
     FetchModel(fetch_model::FetchModelArgs),
+    /// CoMAM on LoCoMo: trajectories, rewards, credit, JSONL groups for a GRPO trainer,
+    /// and a training-free choice of role configurations (always an optimised build).
+    Comam(comam::ComamArgs),
     /// Check that crate dependencies follow the stack in DESIGN section 1.
     Tidy,
     /// The test command of README.md, run by CI: fetches the local model if missing, then
@@ -137,6 +141,12 @@ fn run() -> Result<ExitCode> {
             }
         }
         Task::FetchModel(args) => fetch_model::run(&args)?,
+        Task::Comam(args) => {
+            if cfg!(debug_assertions) {
+                return rerun_optimised();
+            }
+            comam::run(&args)?
+        }
         Task::Tidy => tidy::run(&root)?,
         Task::Test => return test(&root),
     }
