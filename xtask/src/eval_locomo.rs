@@ -53,8 +53,9 @@ pub struct EvalLocomoArgs {
     #[arg(long)]
     pub answer: bool,
     /// Weight of the vector signal in rank fusion.
-    #[arg(long, default_value_t = FusionConfig::default().vector_weight)]
-    pub vector_weight: f64,
+    /// [default: 0.4: the offline hash embedder is a weaker signal than BM25; use 1.0 with MiniLM]
+    #[arg(long)]
+    pub vector_weight: Option<f64>,
     /// Weight of the BM25 signal in rank fusion.
     #[arg(long, default_value_t = FusionConfig::default().lexical_weight)]
     pub lexical_weight: f64,
@@ -72,8 +73,10 @@ pub(crate) const CONTEXT_FRAGMENTS: usize = 10;
 /// One ranking method in the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum System {
-    /// The AMA pipeline with its defaults: routing, judge rounds.
+    /// The AMA pipeline with its defaults: every granularity, the route preferred, judge rounds.
     Ama,
+    /// The AMA paper's exclusive routing: the route's granularity first, others in later rounds.
+    AmaExclusive,
     /// Plain BM25 over raw turns.
     Bm25Turns,
     /// Searching the given granularities together, one round.
@@ -83,14 +86,16 @@ enum System {
 impl System {
     fn name(self) -> &'static str {
         match self {
-            System::Ama => "ama (routed, judged)",
+            System::Ama => "ama (defaults)",
+            System::AmaExclusive => "ama exclusive routing",
             System::Bm25Turns => "bm25 over turns",
             System::Only(_, name) => name,
         }
     }
 }
 
-const ABLATION: [System; 5] = [
+const ABLATION: [System; 6] = [
+    System::AmaExclusive,
     System::Bm25Turns,
     System::Only(&[Granularity::RawTurn], "raw only"),
     System::Only(&[Granularity::Fact], "facts only"),
@@ -286,7 +291,10 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
     let embedder = embedder(args)?;
     let start = Timestamp::parse("2026-01-01T00:00:00Z")?;
     let fusion = FusionConfig {
-        vector_weight: args.vector_weight,
+        vector_weight: args.vector_weight.unwrap_or(match args.embedder.as_str() {
+            "offline" => 0.4,
+            _ => FusionConfig::default().vector_weight,
+        }),
         lexical_weight: args.lexical_weight,
         ..FusionConfig::default()
     };
@@ -333,6 +341,13 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
     if !args.no_ablation {
         systems.extend(ABLATION);
     }
+    let exclusive = harness.pipeline(
+        Roles::offline(),
+        PipelineConfig {
+            exclusive_routing: true,
+            ..PipelineConfig::default()
+        },
+    );
     let single_round = harness.pipeline(
         Roles::offline(),
         PipelineConfig {
@@ -357,6 +372,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
                 let ranked = rank(
                     *system,
                     &main,
+                    &exclusive,
                     &single_round,
                     &caller,
                     &harness,
@@ -468,6 +484,7 @@ struct Ranked {
 fn rank(
     system: System,
     main: &Pipeline,
+    exclusive: &Pipeline,
     single_round: &Pipeline,
     caller: &Caller<'_>,
     harness: &Harness,
@@ -493,6 +510,15 @@ fn rank(
         }
         System::Ama => Ranked {
             fragments: main
+                .recall(caller, question, &options)?
+                .hits
+                .into_iter()
+                .map(|h| h.fragment)
+                .collect(),
+            answer: None,
+        },
+        System::AmaExclusive => Ranked {
+            fragments: exclusive
                 .recall(caller, question, &options)?
                 .hits
                 .into_iter()

@@ -72,6 +72,12 @@ pub struct PipelineConfig {
     pub neighbours: u32,
     /// Weight of the judge's relevance against the fused rank score when rounds merge.
     pub relevance_weight: f64,
+    /// Search only the route's granularity first (the AMA paper's routing), trying the
+    /// others in later rounds. Off by default: one search over every memory granularity,
+    /// with the route's preferred by `route_boost`, finds more of the evidence.
+    pub exclusive_routing: bool,
+    /// How much the route's granularity is preferred when every granularity is searched.
+    pub route_boost: f64,
 }
 
 impl Default for PipelineConfig {
@@ -82,6 +88,8 @@ impl Default for PipelineConfig {
             retention_ms: None,
             neighbours: 1,
             relevance_weight: 0.02,
+            exclusive_routing: false,
+            route_boost: 0.25,
         }
     }
 }
@@ -424,19 +432,23 @@ impl Pipeline {
             .pop()
             .ok_or_else(|| Error::InvalidInput("the embedder returned no vector".into()))?;
 
-        let mut steps = vec![match &options.granularities {
-            Some(chosen) => Step::Search(RoundKind::Chosen, chosen.clone()),
-            None => Step::Search(RoundKind::Route(plan.route), vec![plan.route.granularity()]),
-        }];
         let others = fallback(plan.route);
-        if options.granularities.is_none() {
-            steps.push(Step::Search(
-                RoundKind::Route(others[0]),
-                vec![others[0].granularity()],
-            ));
-        }
+        let mut steps = match (&options.granularities, self.config.exclusive_routing) {
+            (Some(chosen), _) => vec![Step::Search(RoundKind::Chosen, chosen.clone())],
+            // The route alone, then the other granularities and related turns as the
+            // judge asks for more.
+            (None, true) => vec![
+                Step::Search(RoundKind::Route(plan.route), vec![plan.route.granularity()]),
+                Step::Search(RoundKind::Route(others[0]), vec![others[0].granularity()]),
+            ],
+            // Every memory granularity at once, the route's preferred in the ranking.
+            (None, false) => vec![Step::Search(
+                RoundKind::Route(plan.route),
+                MEMORY_GRANULARITIES.to_vec(),
+            )],
+        };
         steps.push(Step::Related);
-        if options.granularities.is_none() {
+        if options.granularities.is_none() && self.config.exclusive_routing {
             steps.push(Step::Search(
                 RoundKind::Route(others[1]),
                 vec![others[1].granularity()],
@@ -485,8 +497,16 @@ impl Pipeline {
             let relevance = self.roles.judge.relevance(&plan.rewritten, &refs)?;
             for ((hit, fragment), rel) in fresh.into_iter().zip(relevance.scores) {
                 let fused = hit.map_or(0.0, |h| h.fused);
+                let preferred = !self.config.exclusive_routing
+                    && options.granularities.is_none()
+                    && fragment.granularity == plan.route.granularity();
+                let boost = if preferred {
+                    1.0 + self.config.route_boost
+                } else {
+                    1.0
+                };
                 found.push(Recalled {
-                    score: fused + rel * self.config.relevance_weight,
+                    score: fused * boost + rel * self.config.relevance_weight,
                     fragment,
                     fused,
                     vector: hit.and_then(|h| h.vector),
@@ -708,6 +728,14 @@ impl Pipeline {
         draft
     }
 }
+
+/// The granularities of AMA memory (cards belong to ConMem).
+const MEMORY_GRANULARITIES: [Granularity; 4] = [
+    Granularity::RawTurn,
+    Granularity::Fact,
+    Granularity::Episode,
+    Granularity::Profile,
+];
 
 /// How many of the best hits a related-turn round expands.
 const RELATED_FROM: usize = 5;
