@@ -459,6 +459,12 @@ pub(crate) struct Outcome {
     pub(crate) chosen: Variant,
     pub(crate) recall_before: f64,
     pub(crate) recall_after: f64,
+    /// Recall@10 with only one role's choice applied (the others at their defaults).
+    pub(crate) recall_role_alone: PerRole,
+    /// Credit weights, mean over the groups whose global rewards differ.
+    pub(crate) informative_credit: PerRole,
+    /// How many groups those are.
+    pub(crate) informative_groups: usize,
     pub(crate) held_out_questions: usize,
     pub(crate) catalogue: Catalogue,
 }
@@ -508,6 +514,9 @@ pub(crate) fn evaluate(conversations: &[Conversation], settings: &Settings) -> R
 
     let mut records = Vec::new();
     let mut credit_sum = PerRole::default();
+    // Groups whose global rewards differ: the others give every role the same credit.
+    let mut informative = 0usize;
+    let mut informative_sum = PerRole::default();
     let mut groups = 0usize;
     // Training conversations: role → catalogue index → r_final values.
     let mut chosen_sums: HashMap<(Role, usize), Vec<f64>> = HashMap::new();
@@ -658,6 +667,17 @@ pub(crate) fn evaluate(conversations: &[Conversation], settings: &Settings) -> R
                 }
             }
             groups += 1;
+            if group.iter().any(|t| t.global != group[0].global) {
+                informative += 1;
+                for role in Role::ALL {
+                    let w = credit.weights.get(role);
+                    match role {
+                        Role::Extraction => informative_sum.extraction += w,
+                        Role::Profile => informative_sum.profile += w,
+                        Role::Retrieval => informative_sum.retrieval += w,
+                    }
+                }
+            }
             if c < settings.train {
                 for t in &group {
                     let variant: Variant =
@@ -677,6 +697,8 @@ pub(crate) fn evaluate(conversations: &[Conversation], settings: &Settings) -> R
     }
     ensure!(groups > 0, "no question of categories 1–4 has evidence");
     let credit = PerRole::from_fn(|r| credit_sum.get(r) / groups as f64);
+    let informative_credit =
+        PerRole::from_fn(|r| informative_sum.get(r) / informative.max(1) as f64);
 
     // Training-free choice: the catalogue entry with the best mean r_final per role.
     let best = |role: Role, entries: usize| -> usize {
@@ -696,13 +718,28 @@ pub(crate) fn evaluate(conversations: &[Conversation], settings: &Settings) -> R
         retrieval: best(Role::Retrieval, catalogue.retrieval.len()),
     };
 
-    // Held-out recall@10, before and after.
-    let mut before = Vec::new();
-    let mut after = Vec::new();
+    // Held-out recall@10: the default, the choice, and the choice of one role alone.
+    let only = |role: Role| {
+        let mut v = Variant::DEFAULT;
+        match role {
+            Role::Extraction => v.extraction = chosen.extraction,
+            Role::Profile => v.profile = chosen.profile,
+            Role::Retrieval => v.retrieval = chosen.retrieval,
+        }
+        v
+    };
+    let measured = [
+        Variant::DEFAULT,
+        chosen,
+        only(Role::Extraction),
+        only(Role::Profile),
+        only(Role::Retrieval),
+    ];
+    let mut recall: Vec<Vec<f64>> = measured.iter().map(|_| Vec::new()).collect();
     for (c, conversation) in conversations.iter().enumerate().skip(settings.train) {
         for question in questions(conversation) {
             let evidence: Vec<String> = question.evidence.iter().map(|d| d.to_string()).collect();
-            for (variant, out) in [(Variant::DEFAULT, &mut before), (chosen, &mut after)] {
+            for (variant, out) in measured.iter().zip(recall.iter_mut()) {
                 let memory = &memories[variant.extraction];
                 let got = retrieve(
                     &pipelines[variant.extraction][variant.retrieval],
@@ -723,9 +760,16 @@ pub(crate) fn evaluate(conversations: &[Conversation], settings: &Settings) -> R
         credit,
         groups,
         chosen,
-        recall_before: mean(&before),
-        recall_after: mean(&after),
-        held_out_questions: before.len(),
+        informative_credit,
+        informative_groups: informative,
+        recall_before: mean(&recall[0]),
+        recall_after: mean(&recall[1]),
+        recall_role_alone: PerRole {
+            extraction: mean(&recall[2]),
+            profile: mean(&recall[3]),
+            retrieval: mean(&recall[4]),
+        },
+        held_out_questions: recall[0].len(),
         catalogue,
     })
 }
@@ -853,6 +897,13 @@ pub fn run(args: &ComamArgs) -> Result<()> {
         println!("  {:<10} {:.4}", role.as_str(), outcome.credit.get(role));
     }
     let c = &outcome.catalogue;
+    println!(
+        "credit weights over the {} groups whose global rewards differ: extraction {:.4}, profile {:.4}, retrieval {:.4}",
+        outcome.informative_groups,
+        outcome.informative_credit.extraction,
+        outcome.informative_credit.profile,
+        outcome.informative_credit.retrieval
+    );
     println!("chosen on the first {} conversations:", settings.train);
     println!(
         "  extraction #{}: {}",
@@ -872,6 +923,12 @@ pub fn run(args: &ComamArgs) -> Result<()> {
     println!(
         "evidence recall@10 on the {} held-out questions: before {:.4}, after {:.4}",
         outcome.held_out_questions, outcome.recall_before, outcome.recall_after
+    );
+    println!(
+        "  one role's choice alone: extraction {:.4}, profile {:.4}, retrieval {:.4}",
+        outcome.recall_role_alone.extraction,
+        outcome.recall_role_alone.profile,
+        outcome.recall_role_alone.retrieval
     );
     if args.json {
         println!(
