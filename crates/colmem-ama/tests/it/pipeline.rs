@@ -68,7 +68,7 @@ impl World {
             change,
         };
         self.store.append_access_event(&event).unwrap();
-        self.graph.apply(event.clone()).unwrap();
+        self.graph.apply(event).unwrap();
         self.events.push(event);
     }
 
