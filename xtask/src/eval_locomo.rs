@@ -356,6 +356,12 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
             ..PipelineConfig::default()
         },
     );
+    let pipelines = Pipelines {
+        main: &main,
+        exclusive: &exclusive,
+        single_round: &single_round,
+        harness: &harness,
+    };
     let mut tallies: Vec<Tally> = systems.iter().map(|_| Tally::default()).collect();
     let mut leaks = 0usize;
     for (conversation, user) in conversations.iter().zip(&users) {
@@ -369,16 +375,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
             let evidence: Vec<String> = question.evidence.iter().map(|d| d.to_string()).collect();
             for (system, tally) in systems.iter().zip(tallies.iter_mut()) {
                 let began = Instant::now();
-                let ranked = rank(
-                    *system,
-                    &main,
-                    &exclusive,
-                    &single_round,
-                    &caller,
-                    &harness,
-                    &question.question,
-                    args.answer,
-                )?;
+                let ranked = pipelines.rank(*system, &caller, &question.question, args.answer)?;
                 tally.query_ms.push(began.elapsed().as_secs_f64() * 1e3);
                 leaks += ranked
                     .fragments
@@ -481,85 +478,98 @@ struct Ranked {
     answer: Option<String>,
 }
 
-fn rank(
-    system: System,
-    main: &Pipeline,
-    exclusive: &Pipeline,
-    single_round: &Pipeline,
-    caller: &Caller<'_>,
-    harness: &Harness,
-    question: &str,
-    answer: bool,
-) -> Result<Ranked> {
-    let options = RecallOptions {
-        k: Some(FETCH),
-        ..RecallOptions::default()
-    };
-    Ok(match system {
-        System::Ama if answer => {
-            let answered = main.answer(caller, question, &options)?;
-            Ranked {
-                fragments: answered
-                    .recall
+/// The pipelines the systems of the table run on, over one memory.
+struct Pipelines<'h> {
+    main: &'h Pipeline,
+    exclusive: &'h Pipeline,
+    single_round: &'h Pipeline,
+    harness: &'h Harness,
+}
+
+impl Pipelines<'_> {
+    fn rank(
+        &self,
+        system: System,
+        caller: &Caller<'_>,
+        question: &str,
+        answer: bool,
+    ) -> Result<Ranked> {
+        let Pipelines {
+            main,
+            exclusive,
+            single_round,
+            harness,
+        } = *self;
+        let options = RecallOptions {
+            k: Some(FETCH),
+            ..RecallOptions::default()
+        };
+        Ok(match system {
+            System::Ama if answer => {
+                let answered = main.answer(caller, question, &options)?;
+                Ranked {
+                    fragments: answered
+                        .recall
+                        .hits
+                        .into_iter()
+                        .map(|h| h.fragment)
+                        .collect(),
+                    answer: Some(answered.answer.text),
+                }
+            }
+            System::Ama => Ranked {
+                fragments: main
+                    .recall(caller, question, &options)?
                     .hits
                     .into_iter()
                     .map(|h| h.fragment)
                     .collect(),
-                answer: Some(answered.answer.text),
-            }
-        }
-        System::Ama => Ranked {
-            fragments: main
-                .recall(caller, question, &options)?
-                .hits
-                .into_iter()
-                .map(|h| h.fragment)
-                .collect(),
-            answer: None,
-        },
-        System::AmaExclusive => Ranked {
-            fragments: exclusive
-                .recall(caller, question, &options)?
-                .hits
-                .into_iter()
-                .map(|h| h.fragment)
-                .collect(),
-            answer: None,
-        },
-        System::Only(granularities, _) => Ranked {
-            fragments: single_round
-                .recall(
-                    caller,
-                    question,
-                    &RecallOptions {
-                        granularities: Some(granularities.to_vec()),
-                        ..options
-                    },
-                )?
-                .hits
-                .into_iter()
-                .map(|h| h.fragment)
-                .collect(),
-            answer: None,
-        },
-        System::Bm25Turns => {
-            let hits = harness.index.search(
-                &Query {
-                    vector: None,
-                    text: Some(question),
-                    k: FETCH,
-                    granularities: &[Granularity::RawTurn],
-                },
-                caller.filter(),
-            )?;
-            let fragments = hits
-                .iter()
-                .map(|h| harness.store.get(h.id))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ranked {
-                fragments,
                 answer: None,
+            },
+            System::AmaExclusive => Ranked {
+                fragments: exclusive
+                    .recall(caller, question, &options)?
+                    .hits
+                    .into_iter()
+                    .map(|h| h.fragment)
+                    .collect(),
+                answer: None,
+            },
+            System::Only(granularities, _) => Ranked {
+                fragments: single_round
+                    .recall(
+                        caller,
+                        question,
+                        &RecallOptions {
+                            granularities: Some(granularities.to_vec()),
+                            ..options
+                        },
+                    )?
+                    .hits
+                    .into_iter()
+                    .map(|h| h.fragment)
+                    .collect(),
+                answer: None,
+            },
+            System::Bm25Turns => {
+                let hits = harness.index.search(
+                    &Query {
+                        vector: None,
+                        text: Some(question),
+                        k: FETCH,
+                        granularities: &[Granularity::RawTurn],
+                    },
+                    caller.filter(),
+                )?;
+                let fragments = hits
+                    .iter()
+                    .map(|h| harness.store.get(h.id))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ranked {
+                    fragments,
+                    answer: None,
+                }
             }
-        }
-    })
+        })
+    }
 }
