@@ -348,16 +348,7 @@ pub fn run(root: &Path, json: bool) -> Result<()> {
         title: format!("scenario {NAME}"),
         blocks,
     };
-    let path = report.write(root, NAME)?;
-    println!("report: {}", path.display());
-    if json {
-        println!("{}", serde_json::to_string(&output)?);
-    }
-    ensure!(
-        output.violations == 0,
-        "{} permission violations",
-        output.violations
-    );
+    report.publish(root, NAME, json, &output, output.violations)?;
     Ok(())
 }
 

@@ -301,6 +301,25 @@ impl Report {
     }
 
     /// Writes `index.html` into `target/scenarios/NAME/` under `root` and returns its path.
+    /// Writes the report, prints where, prints `output` as the JSON last line when
+    /// asked, and fails when the checker counted permission violations.
+    pub fn publish<T: serde::Serialize>(
+        &self,
+        root: &Path,
+        name: &str,
+        json: bool,
+        output: &T,
+        violations: usize,
+    ) -> Result<()> {
+        let path = self.write(root, name)?;
+        println!("report: {}", path.display());
+        if json {
+            println!("{}", serde_json::to_string(output)?);
+        }
+        anyhow::ensure!(violations == 0, "{violations} permission violations");
+        Ok(())
+    }
+
     pub fn write(&self, root: &Path, name: &str) -> Result<PathBuf> {
         let dir = root.join("target").join("scenarios").join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

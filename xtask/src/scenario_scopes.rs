@@ -343,16 +343,7 @@ pub fn run(root: &Path, json: bool) -> Result<()> {
             )),
         ],
     };
-    let path = report.write(root, NAME)?;
-    println!("report: {}", path.display());
-    if json {
-        println!("{}", serde_json::to_string(&output)?);
-    }
-    ensure!(
-        output.violations == 0,
-        "{} permission violations",
-        output.violations
-    );
+    report.publish(root, NAME, json, &output, output.violations)?;
     ensure!(p.audited, "the promotion is not in the audit chain");
     Ok(())
 }
