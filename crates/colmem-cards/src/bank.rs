@@ -10,7 +10,7 @@ use colmem_core::{
     CardEdge, CardRelation, Draft, Embedding, FragmentId, Granularity, Kind, ReadFilter, Scope,
 };
 use colmem_llm::{Embedder, TokenCounter};
-use colmem_store::{CardWrite, Delete, FragmentStore, ListQuery, ReadRecord};
+use colmem_store::{CardWrite, FragmentStore, ListQuery, ReadRecord, SupersedeBy};
 use serde::{Deserialize, Serialize};
 
 use crate::card::{Card, CardBounds, CardDraft, content, stored_keywords};
@@ -362,10 +362,14 @@ impl CardBank {
                         merged_vector,
                         Some(&existing),
                     )?;
-                    self.store.delete(&Delete {
+                    // The merged card replaces its parent: the parent is closed and linked
+                    // to it (kept for history reads), never deleted — deletion is for the
+                    // user's explicit instruction and retention only.
+                    self.store.supersede_by(&SupersedeBy {
                         user: writer.ctx.user(),
                         agent: writer.ctx.agent(),
-                        fragment: existing.id,
+                        old: existing.id,
+                        successor: id,
                     })?;
                     cards.retain(|c| c.id != existing.id);
                     report.merged += 1;
