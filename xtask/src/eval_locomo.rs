@@ -49,9 +49,21 @@ pub struct EvalLocomoArgs {
     /// Skip the baseline and the ablation rows.
     #[arg(long)]
     pub no_ablation: bool,
-    /// Also answer through the offline evidence-span answerer and score token F1 and BLEU-1.
+    /// Also answer each question and score token F1 and BLEU-1 against the gold answers:
+    /// through the OpenAI-compatible model given by --chat-url and --chat-model, or
+    /// offline (the best evidence span) when none is given.
     #[arg(long)]
     pub answer: bool,
+    /// Base URL of an OpenAI-compatible chat server, up to and including `/v1`
+    /// [default: $COLMEM_CHAT_BASE_URL].
+    #[arg(long)]
+    pub chat_url: Option<String>,
+    /// The chat model's name [default: $COLMEM_CHAT_MODEL].
+    #[arg(long)]
+    pub chat_model: Option<String>,
+    /// The name of the environment variable that holds the API key (never the key).
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
     /// Weight of the vector signal in rank fusion.
     /// [default: 0.4: the offline hash embedder is a weaker signal than BM25; use 1.0 with MiniLM]
     #[arg(long)]
@@ -241,6 +253,34 @@ fn local_embedder(_args: &EvalLocomoArgs) -> Result<Arc<dyn Embedder>> {
     )
 }
 
+/// The offline roles, with a model-backed answerer when a chat server is configured.
+fn answer_roles(args: &EvalLocomoArgs) -> Result<Roles> {
+    let mut roles = Roles::offline();
+    let from_env =
+        |given: &Option<String>, name: &str| given.clone().or_else(|| std::env::var(name).ok());
+    let url = from_env(&args.chat_url, "COLMEM_CHAT_BASE_URL");
+    let model = from_env(&args.chat_model, "COLMEM_CHAT_MODEL");
+    if let (true, Some(url), Some(model)) = (args.answer, url, model) {
+        let mut endpoint = colmem_llm::EndpointConfig::new(url.clone());
+        endpoint.api_key_env = Some(args.api_key_env.clone());
+        let chat = colmem_llm::OpenAiChat::new(colmem_llm::ChatServerConfig {
+            endpoint,
+            model: model.clone(),
+            json_schema: false,
+        })?;
+        roles.answerer = Arc::new(colmem_ama::LlmAnswerer::new(
+            Arc::new(chat),
+            colmem_ama::LlmRoleConfig::default(),
+        )?);
+        println!("answering through {model} at {url}");
+    } else if args.answer {
+        println!(
+            "answering offline (best evidence span): give --chat-url and --chat-model for a model"
+        );
+    }
+    Ok(roles)
+}
+
 /// The turns of a conversation as the constructor sees them.
 pub(crate) fn turns(conversation: &Conversation) -> Vec<TurnInput> {
     let dialogue = &conversation.dialogue;
@@ -299,7 +339,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
         ..FusionConfig::default()
     };
     let mut harness = Harness::new(embedder.clone(), start, fusion)?;
-    let main = harness.pipeline(Roles::offline(), PipelineConfig::default());
+    let main = harness.pipeline(answer_roles(args)?, PipelineConfig::default());
     let counter = ApproxTokenCounter;
 
     // Ingest every conversation as its own user.
@@ -440,7 +480,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
     );
     if args.answer {
         println!(
-            "offline evidence-span answers: token F1 {:.3}, BLEU-1 {:.3} ({} answered)",
+            "answers: token F1 {:.3}, BLEU-1 {:.3} ({} answered)",
             mean(&ama.f1),
             mean(&ama.bleu),
             ama.f1.len()
