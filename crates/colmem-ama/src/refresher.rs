@@ -40,6 +40,24 @@ pub trait Refresher: Send + Sync + std::fmt::Debug {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OfflineRefresher;
 
+/// The values a text names: capitalised words past the start of a sentence, and
+/// tokens with digits. Speaker prefixes ("Dana:") and the speaker's name are not values.
+fn value_tokens(text: &str) -> Vec<String> {
+    let body = text.split_once(": ").map_or(text, |(_, t)| t);
+    let mut out = Vec::new();
+    let mut sentence_start = true;
+    for raw in body.split_whitespace() {
+        let token: String = raw.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+        let digits = token.chars().any(|c| c.is_ascii_digit());
+        let named = !sentence_start && token.starts_with(|c: char| c.is_uppercase());
+        if (digits || named) && token.chars().count() > 1 && !token.contains('\'') {
+            out.push(token.to_lowercase());
+        }
+        sentence_start = raw.ends_with(['.', '!', '?']);
+    }
+    out
+}
+
 /// Stem coverage of the instruction's words from which a fragment is a target.
 const TARGET_COVERAGE: f64 = 0.5;
 
@@ -79,12 +97,29 @@ impl Refresher for OfflineRefresher {
             .iter()
             .flat_map(|f| &f.provenance.source.turns)
             .collect();
+        // And what repeats the forgotten values elsewhere (an assistant echoing the
+        // number, an episode summary): two of their names, or one long number.
+        let values: HashSet<String> = direct
+            .iter()
+            .flat_map(|f| value_tokens(&f.content))
+            .collect();
+        let repeats = |f: &Fragment| {
+            let shared: Vec<String> = value_tokens(&f.content)
+                .into_iter()
+                .filter(|v| values.contains(v))
+                .collect();
+            shared.len() >= 2
+                || shared
+                    .iter()
+                    .any(|v| v.chars().filter(char::is_ascii_digit).count() >= 3)
+        };
         Ok(candidates
             .iter()
             .filter(|f| {
                 direct.iter().any(|d| d.id == f.id)
                     || (!f.provenance.source.turns.is_empty()
                         && f.provenance.source.turns.iter().all(|t| turns.contains(t)))
+                    || repeats(f)
             })
             .map(|f| f.id)
             .collect())
