@@ -154,6 +154,10 @@ pub struct PolicyConfig {
     pub global_writers: BTreeSet<AgentId>,
     /// Narrowing and redaction of what reads show.
     pub read: ReadPolicy,
+    /// How [`Session::share`](crate::Session::share) splits an interaction into a
+    /// private and a shared part: per system, agent, user and (user, agent) pair, the
+    /// most specific winning; mandatory redactions always apply.
+    pub write: colmem_access::WritePolicies,
 }
 
 /// The hybrid index: when to scan exactly, how hard to search HNSW, how to fuse.
@@ -528,5 +532,27 @@ mod tests {
             Config::load(&path, true, Vec::new()),
             Err(Error::Io { .. })
         ));
+    }
+}
+
+#[cfg(test)]
+mod write_policy_tests {
+    use super::*;
+
+    #[test]
+    fn write_policies_parse_from_toml() {
+        let config = Config::from_toml(
+            r#"
+[policy.write]
+mandatory = [{ type = "phones" }]
+[policy.write.system.shared]
+transforms = [{ type = "redact", redact = { type = "emails" } }, { type = "anonymise_users" }, { type = "block", pattern = "secret" }]
+"#,
+            "test",
+        )
+        .unwrap();
+        assert_eq!(config.policy.write.mandatory.len(), 1);
+        assert_eq!(config.policy.write.system.shared.transforms.len(), 3);
+        assert!(Config::from_toml("[policy.write]\nbogus = 1\n", "test").is_err());
     }
 }

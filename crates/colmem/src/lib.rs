@@ -35,7 +35,7 @@ pub use config::{
 pub use error::{Error, Result};
 pub use lock::LOCK_FILE;
 pub use memory::{Access, INDEX_DIR, Memory, STORE_FILE};
-pub use session::Session;
+pub use session::{Session, Shared};
 pub use upkeep::ReindexReport;
 
 pub use colmem_ama::{

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use colmem_access::{AccessGraph, SystemPolicy};
+use colmem_access::{AccessGraph, SystemPolicy, WritePolicySet};
 use colmem_ama::{
     LlmAnswerer, LlmConstructor, LlmJudge, LlmRefresher, LlmRetriever, OfflineConstructor,
     OfflineRetriever, Pipeline, Roles,
@@ -53,6 +53,7 @@ pub struct Memory {
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) graph: RwLock<AccessGraph>,
     pub(crate) system: SystemPolicy,
+    pub(crate) write_policies: WritePolicySet,
     pub(crate) access: Access,
     pub(crate) pipeline: Pipeline,
     pub(crate) cards: CardBank,
@@ -168,6 +169,7 @@ impl Memory {
         let system = SystemPolicy {
             global_writers: config.policy.global_writers.clone(),
         };
+        let write_policies = WritePolicySet::new(config.policy.write.clone())?;
         let (roles, card_roles) = match &config.chat {
             None => (
                 Roles {
@@ -221,6 +223,7 @@ impl Memory {
             embedder,
             graph: RwLock::new(graph),
             system,
+            write_policies,
             access,
             pipeline,
             cards,

@@ -2,10 +2,10 @@
 //! against the access graph at the memory's now and runs the AMA pipeline under
 //! that context; the caller never chooses the time of a read.
 
-use colmem_access::{Context, Hit};
+use colmem_access::{Context, Hit, Split};
 use colmem_ama::{Answered, Caller, Recall, RecallOptions, Recalled, Remembered, TurnInput};
 use colmem_cards::{Budget, Composition, LearnReport, TaskContext, Trajectory, Writer};
-use colmem_core::{AgentId, Draft, Fragment, FragmentId, Scope, UserId};
+use colmem_core::{AgentId, Draft, Fragment, FragmentId, Granularity, Kind, Scope, UserId};
 use colmem_store::{FragmentStore as _, ReadRecord};
 
 use crate::error::Result;
@@ -34,6 +34,17 @@ impl Memory {
             agent,
         })
     }
+}
+
+/// What [`Session::share`] wrote.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Shared {
+    /// The private part's fragment, if written.
+    pub private: Option<FragmentId>,
+    /// The shared part's fragment, if written.
+    pub shared: Option<FragmentId>,
+    /// The split, with the policy level that decided.
+    pub split: Split,
 }
 
 /// A recalled fragment as a read policy sees it.
@@ -93,6 +104,40 @@ impl<'m> Session<'m> {
                 .memory
                 .pipeline
                 .write_drafts(caller, drafts, idempotency_key)?)
+        })
+    }
+
+    /// The Collaborative Memory split: writes `text` as a private part (readable by
+    /// this user only, through any agent they may invoke) and a shared part in
+    /// `shared_scope` (e.g. the agent's crew, or `Global` for a system writer), each
+    /// transformed by the write policy that wins for this (user, agent) — redaction,
+    /// anonymisation of `known_users`, or blocking — with the mandatory redactions
+    /// always applied. Both parts are written in one transaction; a part the policy
+    /// disables or blocks is not written.
+    pub fn share(&self, text: &str, shared_scope: Scope, known_users: &[UserId]) -> Result<Shared> {
+        let split = self
+            .memory
+            .write_policies
+            .split(self.user, self.agent, text, known_users)?;
+        let mut drafts = Vec::new();
+        let mut slots = [None, None];
+        for (slot, (part, scope)) in [(&split.private, Scope::User), (&split.shared, shared_scope)]
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(content) = part.text() {
+                let mut draft = Draft::new(content, Granularity::Fact, Kind::Observation);
+                draft.scope = Some(scope);
+                slots[slot] = Some(drafts.len());
+                drafts.push(draft);
+            }
+        }
+        let ids = self.write(drafts, None)?;
+        let id = |slot: Option<usize>| slot.and_then(|i| ids.get(i).copied());
+        Ok(Shared {
+            private: id(slots[0]),
+            shared: id(slots[1]),
+            split,
         })
     }
 

@@ -629,3 +629,39 @@ fn drafts_from_a_resource_count_in_the_matrix_and_need_the_resource_to_be_read()
     assert_eq!(cell.reads, 1);
     assert_eq!(cell.fragments_read, 1);
 }
+
+/// The Collaborative Memory split: the private part stays with its user, the shared
+/// part reaches other users through the shared scope, redacted by the write policy.
+#[test]
+fn share_splits_into_a_private_and_a_redacted_shared_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = logical();
+    config.policy.global_writers.insert(agent("planner"));
+    let memory = Memory::open(dir.path(), config).unwrap();
+    setup(&memory);
+    let shared = memory
+        .session(user("alice"), agent("planner"))
+        .unwrap()
+        .share(
+            "The supplier quote arrived, call Dana at dana@example.com about the quote",
+            colmem::Scope::Global,
+            &[],
+        )
+        .unwrap();
+    assert!(
+        shared.private.is_some() && shared.shared.is_some(),
+        "{shared:?}"
+    );
+    tick(&memory);
+    let alice = contents(&memory, "alice", "planner", "supplier quote", View::Current);
+    assert!(
+        alice.iter().any(|c| c.contains("dana@example.com")),
+        "{alice:?}"
+    );
+    let bob = contents(&memory, "bob", "planner", "supplier quote", View::Current);
+    assert!(!bob.is_empty(), "the shared part reaches bob");
+    assert!(
+        bob.iter().all(|c| !c.contains("dana@example.com")),
+        "bob sees only the redacted shared part: {bob:?}"
+    );
+}
