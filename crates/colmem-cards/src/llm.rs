@@ -385,20 +385,7 @@ impl Merger for LlmMerger {
         );
         let sections: Sections = ask(self.model.as_ref(), "merge", prompt, sections_schema())?;
         let (fields, triggers) = sections.into_fields("merge", existing.fields.sign)?;
-        let mut sources = existing.sources.clone();
-        sources.extend(
-            candidate
-                .sources
-                .iter()
-                .filter(|s| !existing.sources.contains(s))
-                .cloned(),
-        );
-        Ok(CardDraft {
-            fields,
-            triggers,
-            sources,
-            evidence: existing.credibility.max(candidate.evidence),
-        })
+        Ok(crate::roles::merged(existing, candidate, fields, triggers))
     }
 }
 

@@ -311,6 +311,30 @@ impl Admitter for OfflineAdmitter {
     }
 }
 
+/// The merge of `candidate` into `existing` with the sections and triggers a merger
+/// chose: the sources of both in order, and the better of their evidence.
+pub(crate) fn merged(
+    existing: &Card,
+    candidate: &CardDraft,
+    fields: CardFields,
+    triggers: BTreeSet<String>,
+) -> CardDraft {
+    let mut sources = existing.sources.clone();
+    sources.extend(
+        candidate
+            .sources
+            .iter()
+            .filter(|s| !existing.sources.contains(s))
+            .cloned(),
+    );
+    CardDraft {
+        fields,
+        triggers,
+        sources,
+        evidence: existing.credibility.max(candidate.evidence),
+    }
+}
+
 /// Offline merge: each section comes whole from the better-backed side (never both
 /// concatenated); triggers are the union and sources are kept in order (the bank clips both).
 #[derive(Clone, Copy, Debug, Default)]
@@ -329,20 +353,7 @@ impl Merger for OfflineMerger {
             .union(&candidate.triggers)
             .cloned()
             .collect();
-        let mut sources = existing.sources.clone();
-        sources.extend(
-            candidate
-                .sources
-                .iter()
-                .filter(|s| !existing.sources.contains(s))
-                .cloned(),
-        );
-        Ok(CardDraft {
-            fields,
-            triggers,
-            sources,
-            evidence: existing.credibility.max(candidate.evidence),
-        })
+        Ok(merged(existing, candidate, fields, triggers))
     }
 }
 
