@@ -35,6 +35,17 @@ struct Figures {
     /// on a shared machine this, not wall time, says what the store costs.
     insert_cpu_s: Option<f64>,
     insert_per_cpu_s: Option<f64>,
+    /// Latency of one write (one interaction of 100 fragments).
+    write_p50_ms: f64,
+    write_p99_ms: f64,
+    write_max_ms: f64,
+    /// Seconds the writes spent beyond the median write (checkpoints, page
+    /// cache misses, other processes): what separates the wall rate from a
+    /// steady one.
+    write_excess_s: f64,
+    /// Bytes the process handed to `write()` during the inserts (log and
+    /// checkpoints), from `/proc/self/io`, when known.
+    insert_written_bytes: Option<u64>,
     db_bytes: u64,
     filtered_count_p50_ms: f64,
     filtered_count_p99_ms: f64,
@@ -143,6 +154,16 @@ impl World {
     }
 }
 
+/// Bytes this process has passed to `write()` so far (`wchar` in `/proc/self/io`; Linux).
+fn written_bytes() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    io.lines()
+        .find_map(|line| line.strip_prefix("wchar:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// User + system CPU time of this process from `/proc/self/stat` (Linux; 100 ticks per second).
 fn cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
@@ -163,7 +184,17 @@ pub fn run(args: &BenchStoreArgs) -> Result<()> {
     let world = World::new()?;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("bench.db");
-    let store = SqliteStore::open(&path, StoreConfig::default())?;
+    let store = SqliteStore::open(
+        &path,
+        StoreConfig {
+            background_checkpoint: std::env::var("TMP_BG")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .filter(|&v| v > 0)
+                .map(Duration::from_millis),
+            ..StoreConfig::default()
+        },
+    )?;
     let mut rng = fastrand::Rng::with_seed(11);
 
     let (user, agent) = (world.users[0], world.agents[0]);
@@ -173,6 +204,9 @@ pub fn run(args: &BenchStoreArgs) -> Result<()> {
     let wall = Instant::now();
     let mut writing = Duration::ZERO;
     let mut cpu = Some(0.0);
+    let written_before = written_bytes();
+    let mut writes = Vec::with_capacity(args.n.div_ceil(BATCH));
+    let (mut reported, mut reported_writing) = (0, Duration::ZERO);
     let mut i = 0;
     while i < args.n {
         let mut chunk = Vec::with_capacity(CHUNK);
@@ -187,21 +221,32 @@ pub fn run(args: &BenchStoreArgs) -> Result<()> {
             i = end;
         }
         let cpu_before = cpu_seconds();
-        let start = Instant::now();
         for interaction in &chunk {
+            let start = Instant::now();
             store.write(interaction)?;
+            let took = start.elapsed();
+            writing += took;
+            writes.push(took);
         }
-        writing += start.elapsed();
         cpu = cpu
             .zip(cpu_before)
             .zip(cpu_seconds())
             .map(|((total, before), after)| total + after - before);
-        if !args.json && i.is_multiple_of(100_000) {
-            println!("  {i} fragments, {:.0}/s", i as f64 / writing.as_secs_f64());
+        if !args.json && (i.is_multiple_of(100_000) || i == args.n) {
+            println!(
+                "  {i} fragments, {:.0}/s overall, {:.0}/s over the last {}",
+                i as f64 / writing.as_secs_f64(),
+                (i - reported) as f64 / (writing - reported_writing).as_secs_f64(),
+                i - reported
+            );
+            (reported, reported_writing) = (i, writing);
         }
     }
     let insert_wall_s = wall.elapsed().as_secs_f64();
     let insert_cpu_s = cpu;
+    let insert_written_bytes = written_bytes()
+        .zip(written_before)
+        .map(|(after, before)| after - before);
     store.checkpoint()?;
     let db_bytes = std::fs::metadata(&path)?.len();
 
@@ -226,12 +271,22 @@ pub fn run(args: &BenchStoreArgs) -> Result<()> {
         );
     }
 
+    let write_p50_ms = percentile(&mut writes, 0.50);
+    let write_excess_s = writes
+        .iter()
+        .map(|w| (w.as_secs_f64() - write_p50_ms / 1e3).max(0.0))
+        .sum();
     let figures = Figures {
         n: args.n,
         insert_per_s: args.n as f64 / writing.as_secs_f64(),
         insert_wall_s,
         insert_cpu_s,
         insert_per_cpu_s: insert_cpu_s.map(|cpu| args.n as f64 / cpu),
+        write_p50_ms,
+        write_p99_ms: percentile(&mut writes, 0.99),
+        write_max_ms: percentile(&mut writes, 1.0),
+        write_excess_s,
+        insert_written_bytes,
         db_bytes,
         filtered_count_p50_ms: percentile(&mut counts, 0.50),
         filtered_count_p99_ms: percentile(&mut counts, 0.99),
@@ -251,6 +306,16 @@ pub fn run(args: &BenchStoreArgs) -> Result<()> {
     );
     if let (Some(cpu), Some(rate)) = (figures.insert_cpu_s, figures.insert_per_cpu_s) {
         println!("  insert per CPU    {rate:>10.0} fragments/s ({cpu:.1} s of process CPU)");
+    }
+    println!(
+        "  one write of {BATCH}  p50 {:>8.2} ms   p99 {:>8.2} ms   max {:.0} ms   ({:.1} s beyond the median)",
+        figures.write_p50_ms, figures.write_p99_ms, figures.write_max_ms, figures.write_excess_s
+    );
+    if let Some(bytes) = figures.insert_written_bytes {
+        println!(
+            "  written           {:>10.0} bytes per fragment (log and checkpoints)",
+            bytes as f64 / figures.n.max(1) as f64
+        );
     }
     println!(
         "  filtered count    p50 {:>8.2} ms   p99 {:>8.2} ms   ({:.0} visible on average)",
