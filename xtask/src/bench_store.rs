@@ -184,17 +184,7 @@ pub fn run(args: &BenchStoreArgs) -> Result<()> {
     let world = World::new()?;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("bench.db");
-    let store = SqliteStore::open(
-        &path,
-        StoreConfig {
-            background_checkpoint: std::env::var("TMP_BG")
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-                .filter(|&v| v > 0)
-                .map(Duration::from_millis),
-            ..StoreConfig::default()
-        },
-    )?;
+    let store = SqliteStore::open(&path, StoreConfig::default())?;
     let mut rng = fastrand::Rng::with_seed(11);
 
     let (user, agent) = (world.users[0], world.agents[0]);
