@@ -431,7 +431,9 @@ fn retrieve(
         .collect();
     let k = recall.plan.k.max(1);
     let context: Vec<&Fragment> = fragments.iter().take(CONTEXT_FRAGMENTS).collect();
-    let answer = EvidenceSpan.answer(&recall.plan.rewritten, &context)?.text;
+    let answer = EvidenceSpan
+        .answer(&recall.plan.rewritten, &context, &[])?
+        .text;
     Ok(Retrieved {
         ranked: ranked_turns(fragments.iter()),
         at_k: ranked_turns(fragments.iter().take(k)),

@@ -4,8 +4,9 @@
 //! are the user's own input; the assistant's are not). Then its questions are asked in
 //! full mode:
 //! - `current`: the answer must contain an expected value and no stale one (an empty
-//!   answer is wrong), and no fact or profile entry holding a stale value may be recalled
-//!   as current;
+//!   answer is wrong), and no fact or profile entry stating the old state (holding a
+//!   stale value, drawn from a turn said before the current value was first named) may
+//!   be recalled as current;
 //! - `past`: asked as a history read at the question's world date; the answer must hold
 //!   the value of that time;
 //! - `forgotten`: after the user's explicit forget instruction, nothing recalled may hold
@@ -239,19 +240,42 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
                 ),
             };
             if question.kind == QuestionKind::Current {
-                score.stale_returned = hits
+                // A stale fact states the old state before the change: a statement drawn
+                // from a turn said before the current value was first named. A later one
+                // that names the old value tells of the change ("the Nespresso is gone").
+                let change_turn = conversation
+                    .turns
+                    .iter()
+                    .position(|t| question.expect.iter().any(|e| contains(&t.text, e)))
+                    .map_or(usize::MAX, |i| i + 1);
+                let before_change = |h: &&colmem_ama::Recalled| {
+                    h.fragment.provenance.source.turns.iter().all(|t| {
+                        t.strip_prefix("D1:")
+                            .and_then(|n| n.parse::<usize>().ok())
+                            .is_some_and(|n| n < change_turn)
+                    })
+                };
+                let stale: Vec<&str> = hits
                     .iter()
                     .filter(|h| {
                         matches!(
                             h.fragment.granularity,
                             Granularity::Fact | Granularity::Profile
-                        ) && any_stale(&h.fragment.content)
+                        ) && before_change(h)
+                            && any_stale(&h.fragment.content)
                             && !question
                                 .expect
                                 .iter()
                                 .any(|e| contains(&h.fragment.content, e))
                     })
-                    .count();
+                    .map(|h| h.fragment.content.as_str())
+                    .collect();
+                if args.verbose {
+                    for fact in &stale {
+                        println!("STALE {} {:?}: {fact}", conversation.id, question.ask);
+                    }
+                }
+                score.stale_returned = stale.len();
             }
             score.correct = usize::from(correct);
             score.recalled = usize::from(recalled);

@@ -1,16 +1,20 @@
 //! Answering in full mode: from the retrieved evidence to an answer.
 //!
 //! Offline, the answer is the best evidence span: the clause of the top evidence that
-//! covers the question best, preferring facts (the current state) over raw turns (what
-//! was once said). With a model, the evidence is the context of a prompt.
+//! covers the question best, the newest among those about as good, preferring facts (the
+//! current state) over raw turns (what was once said). The values of the facts the
+//! evidence replaced are the old state: a clause that names one is no answer, so "I
+//! handed in my notice at Globex and start at Initech" answers "start at Initech". With
+//! a model, the evidence is the context of a prompt.
 
 use colmem_core::{Fragment, FragmentId, Granularity};
 use serde::{Deserialize, Serialize};
 
-use crate::change::attributes;
+use crate::change::{announces_change, attributes};
 use crate::error::Result;
 use crate::judge::stem;
 use crate::text::{content_words, sentences};
+use crate::values::{mentions, named};
 
 /// An answer with the evidence it rests on.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
@@ -23,8 +27,14 @@ pub struct Answer {
 
 /// The answering role.
 pub trait Answerer: Send + Sync + std::fmt::Debug {
-    /// Answers `question` from `evidence`, ranked best first.
-    fn answer(&self, question: &str, evidence: &[&Fragment]) -> Result<Answer>;
+    /// Answers `question` from `evidence`, ranked best first. `replaced` are the facts
+    /// the evidence superseded (its facts' ancestors): what was true before.
+    fn answer(
+        &self,
+        question: &str,
+        evidence: &[&Fragment],
+        replaced: &[&Fragment],
+    ) -> Result<Answer>;
 }
 
 /// Returns the best evidence span; see the module documentation.
@@ -128,19 +138,21 @@ fn support(topic: &[(String, f64)], asked: Option<&str>, clause: &str) -> f64 {
     base + about + if names { 0.1 } else { 0.0 }
 }
 
-fn clauses(text: &str) -> Vec<String> {
+/// The clauses of a text, each with the sentence it belongs to.
+fn clauses(text: &str) -> Vec<(String, String)> {
     sentences(text)
         .into_iter()
         .flat_map(|s| {
             s.split([';', ',', ':'])
                 .flat_map(|c| c.split(" but "))
+                .flat_map(|c| c.split(" and "))
                 .flat_map(|c| c.split(" rather than "))
                 .flat_map(|c| c.split(" instead of "))
                 .map(str::trim)
                 .filter(|c| c.split_whitespace().count() >= 2)
                 // "…, not Lille": the negated half of a correction is no answer.
                 .filter(|c| !c.to_lowercase().starts_with("not "))
-                .map(str::to_owned)
+                .map(|c| (c.to_owned(), s.clone()))
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -176,6 +188,60 @@ fn looks_past(clause: &str) -> bool {
 
 /// How far below the best support a clause may be and still compete on recency.
 const SUPPORT_BAND: f64 = 0.2;
+/// How much of its sentence's support a clause inherits: "start at Initech" answers
+/// where one works when its sentence says "handed in my notice … and start at Initech".
+const SENTENCE_SHARE: f64 = 0.8;
+
+/// The old state: the values of the replaced facts that no current evidence states
+/// on its own (a value that a current fact names, without having replaced anything and
+/// without announcing a change, stays current: "my sister lives in Paris" after "I
+/// moved from Paris").
+fn old_values(evidence: &[&Fragment], replaced: &[&Fragment]) -> Vec<String> {
+    let names = speakers(evidence);
+    let mut old: Vec<String> = replaced
+        .iter()
+        .flat_map(|f| named(&f.content, &names))
+        .collect();
+    old.sort();
+    old.dedup();
+    old.retain(|v| {
+        !evidence.iter().any(|f| {
+            matches!(f.granularity, Granularity::Fact | Granularity::Profile)
+                && f.provenance.source.parents.is_empty()
+                && !announces_change(&f.content)
+                && mentions(&f.content, v)
+        })
+    });
+    old
+}
+
+/// The people of the evidence: the speakers of its raw turns and the persons of its
+/// subject keys.
+fn speakers(evidence: &[&Fragment]) -> Vec<String> {
+    let mut names: Vec<String> = evidence
+        .iter()
+        .filter_map(|f| match f.granularity {
+            Granularity::RawTurn => f.content.split_once(": ").map(|(s, _)| s.to_lowercase()),
+            _ => f
+                .key
+                .as_deref()
+                .and_then(|k| k.split('/').next())
+                .map(str::to_owned),
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Whether a question asks for a named thing: a "which", "where", "who" or "what"
+/// question ("what time", "what phone"), not a "how" or "why" one.
+fn asks_for_value(question: &str) -> bool {
+    let ws = crate::text::words(question);
+    ws.iter()
+        .any(|w| matches!(w.as_str(), "which" | "where" | "who" | "whose"))
+        || ws.first().is_some_and(|w| w == "what" || w == "what's")
+}
 
 struct Candidate {
     support: f64,
@@ -183,6 +249,8 @@ struct Candidate {
     day: i64,
     past: bool,
     fact: bool,
+    /// Whether the clause names a value.
+    names: bool,
     clause: String,
     id: FragmentId,
     rank: usize,
@@ -192,8 +260,14 @@ impl Answerer for EvidenceSpan {
     /// Among the clauses that support the question about as well as the best one, the
     /// newest statement wins (so a change or a correction beats what it replaced); at
     /// equal age a clause not marked as past, then the better-supported one, then a fact.
-    fn answer(&self, question: &str, evidence: &[&Fragment]) -> Result<Answer> {
-        let mut clauses_of: Vec<(usize, &Fragment, String)> = Vec::new();
+    fn answer(
+        &self,
+        question: &str,
+        evidence: &[&Fragment],
+        replaced: &[&Fragment],
+    ) -> Result<Answer> {
+        let old = old_values(evidence, replaced);
+        let mut clauses_of: Vec<(usize, &Fragment, String, String)> = Vec::new();
         for (rank, fragment) in evidence.iter().take(READ_TOP).enumerate() {
             // A raw turn is "Speaker: text"; answer from the text.
             let text = match fragment.granularity {
@@ -203,13 +277,15 @@ impl Answerer for EvidenceSpan {
                     .map_or(fragment.content.as_str(), |(_, t)| t),
                 _ => fragment.content.as_str(),
             };
-            for clause in clauses(text) {
-                clauses_of.push((rank, fragment, clause));
+            for (clause, sentence) in clauses(text) {
+                if !old.iter().any(|v| mentions(&clause, v)) {
+                    clauses_of.push((rank, fragment, clause, sentence));
+                }
             }
         }
         let stems: Vec<Vec<String>> = clauses_of
             .iter()
-            .map(|(_, _, c)| content_words(c).iter().map(|w| stem(w)).collect())
+            .map(|(_, _, c, _)| content_words(c).iter().map(|w| stem(w)).collect())
             .collect();
         let n = stems.len() as f64;
         let weighted: Vec<(String, f64)> = topic(question)
@@ -221,9 +297,11 @@ impl Answerer for EvidenceSpan {
             })
             .collect();
         let asked = attributes(question).first().copied();
+        let names = speakers(evidence);
         let mut candidates: Vec<Candidate> = Vec::new();
-        for (rank, fragment, clause) in clauses_of {
-            let support = support(&weighted, asked, &clause);
+        for (rank, fragment, clause, sentence) in clauses_of {
+            let support = support(&weighted, asked, &clause)
+                .max(SENTENCE_SHARE * support(&weighted, asked, &sentence));
             if support < MIN_COVERAGE {
                 continue;
             }
@@ -235,10 +313,16 @@ impl Answerer for EvidenceSpan {
                     fragment.granularity,
                     Granularity::Fact | Granularity::Profile
                 ),
+                names: !named(&clause, &names).is_empty(),
                 clause,
                 id: fragment.id,
                 rank,
             });
+        }
+        // A question after a named thing ("which city", "where", "who") is answered by a
+        // clause that names one, when any does.
+        if asks_for_value(question) && candidates.iter().any(|c| c.names) {
+            candidates.retain(|c| c.names);
         }
         let best = candidates.iter().map(|c| c.support).fold(0.0, f64::max);
         let chosen = candidates

@@ -80,4 +80,13 @@ impl<'a> Caller<'a> {
     pub fn can_read(&self, fragment: &Fragment) -> bool {
         self.filter.admits(&fragment.meta())
     }
+
+    /// Whether this caller may read `fragment` as a past version: the read rule of now,
+    /// with superseded versions admitted (a history read, DESIGN section 3).
+    pub fn can_read_history(&self, fragment: &Fragment) -> bool {
+        self.filter
+            .clone()
+            .with_view(colmem_core::View::AllVersions)
+            .admits(&fragment.meta())
+    }
 }

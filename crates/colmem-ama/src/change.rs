@@ -464,6 +464,27 @@ const CHANGE_CUES: &[&str] = &[
     "postponed",
     "pushed",
     "rebooked",
+    // An end of something held: what replaced it is the current state.
+    "gone",
+    "dethroned",
+    "unsubscribed",
+    "cancelled",
+    "canceled",
+    "ended",
+    "closed",
+    "behind",
+    "farewell",
+    "handed",
+    "trade-in",
+    "traded-in",
+    "laid",
+    "broke",
+    "broken",
+    "died",
+    "stolen",
+    "lost",
+    "returned",
+    "binned",
 ];
 
 /// Words and phrases that correct an earlier statement.
@@ -555,9 +576,9 @@ pub struct ForgetInstruction {
 static FORGET: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
-        (?:^|[.!?;,:]\s*|\b(?:please|pls|kindly|so|and|just|also|now|can\ you|could\ you|would\ you|i\ want\ you\ to|i'd\ like\ you\ to|i\ need\ you\ to)\s+)
+        (?:^|[.!?;,:]\s*|\b(?:please|pls|kindly|so|and|just|also|now|can\ you|could\ you|would\ you|you\ can|you\ may|feel\ free\ to|go\ ahead\ and|i\ want\ you\ to|i'd\ like\ you\ to|i\ need\ you\ to)\s+)
         (?P<verb>
-            forget|delete|erase|remove|scratch|wipe|purge|discard|drop|clear|unlearn|get\ rid\ of
+            forget|delete|erase|remove|scratch|wipe|purge|discard|drop|clear|unlearn|lose|ditch|toss|get\ rid\ of
           | (?:do\ not|don't|dont)\ (?:keep|remember|store|save|hold\ on\ to|retain|log|record)
           | stop\ (?:remembering|storing|keeping)
           | no\ need\ to\ (?:remember|keep|store)
@@ -575,6 +596,26 @@ static I_WANT_FORGOTTEN: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("constant pattern") // invariant: a constant, valid pattern
 });
+
+/// Words that name something the memory holds, the object a loose forget verb needs.
+const RECORD_WORDS: &[&str] = &[
+    "note",
+    "notes",
+    "info",
+    "information",
+    "detail",
+    "details",
+    "record",
+    "records",
+    "entry",
+    "entries",
+    "memory",
+    "memories",
+    "that",
+    "it",
+    "everything",
+    "what",
+];
 
 /// Words before a forget verb that make it reported speech or something other than an
 /// instruction to this memory.
@@ -646,8 +687,14 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
                 && words(clause)
                     .iter()
                     .any(|w| NOT_AN_INSTRUCTION.contains(&w.as_str()));
-            if !reported {
-                let rest = c.name("rest").map(|m| m.as_str()).unwrap_or_default();
+            // "Lose", "ditch" and "toss" are forget verbs only for a record ("lose the
+            // note about …"), not in "lose weight".
+            let loose = matches!(verb.as_str(), "lose" | "ditch" | "toss");
+            let rest = c.name("rest").map(|m| m.as_str()).unwrap_or_default();
+            let of_a_record = words(rest)
+                .iter()
+                .any(|w| RECORD_WORDS.contains(&w.as_str()));
+            if !reported && (!loose || of_a_record) {
                 found = Some((before.to_owned(), rest.to_owned()));
                 break;
             }
@@ -844,6 +891,12 @@ mod tests {
         .unwrap();
         assert_eq!(f.about, vec!["lawsuit"]);
         assert!(forget_instruction("Get rid of my ex-husband's address now.").is_some());
+        let f = forget_instruction("You can discard the info on my credit score.").unwrap();
+        assert!(f.about.contains(&"credit".to_owned()), "{f:?}");
+        let f =
+            forget_instruction("I'll tell them myself. Lose the note about the Wi-Fi password.")
+                .unwrap();
+        assert!(f.about.contains(&"password".to_owned()), "{f:?}");
     }
 
     #[test]
@@ -856,6 +909,8 @@ mod tests {
             "Oh, forget it.",
             "She said to delete all the photos.",
             "I'll never forget that trip.",
+            "I always lose my keys.",
+            "You can lose weight by walking.",
         ] {
             assert_eq!(forget_instruction(text), None, "{text}");
         }

@@ -12,6 +12,7 @@ use crate::change::{announces_change, is_correction};
 use crate::constructor::Memory;
 use crate::error::Result;
 use crate::text::{content_words, jaccard};
+use crate::values::{mentions, named, touches};
 
 /// How relevant a round's candidates are.
 #[derive(Clone, PartialEq, Debug)]
@@ -46,10 +47,12 @@ pub trait Judge: Send + Sync + std::fmt::Debug {
     /// Scores the candidates of one retrieval round against the query.
     fn relevance(&self, query: &str, candidates: &[&Fragment]) -> Result<Relevance>;
 
-    /// The held facts that `new` makes stale. `held` are the current facts of the same
-    /// subject (same speaker and attribute, or the speaker's recent facts for a
-    /// correction), newest first.
-    fn conflicts(&self, new: &Memory, held: &[&Fragment]) -> Result<Vec<Conflict>>;
+    /// The held facts that `new` makes stale. `said` is the whole input `new` was drawn
+    /// from (a turn may name the old value in one sentence and the new one in the next).
+    /// `held` are the candidates: current facts of the same subject (same speaker and
+    /// attribute), facts whose values `said` names, and for a correction the speaker's
+    /// recent facts; newest first.
+    fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>>;
 }
 
 /// Settings of the offline judge.
@@ -110,6 +113,26 @@ pub fn coverage(query: &str, text: &str) -> f64 {
     wanted.iter().filter(|w| have.contains(w)).count() as f64 / wanted.len() as f64
 }
 
+/// The people whose names the statements carry: the speaker and the persons of the
+/// subject keys (`dana/sister/home` → `dana`). Their names are subjects, not values.
+pub(crate) fn people(new: &Memory, held: &[&Fragment]) -> Vec<String> {
+    let mut names: Vec<String> = new
+        .speaker
+        .iter()
+        .map(|s| s.to_lowercase())
+        .chain(
+            held.iter()
+                .filter_map(|f| f.key.as_deref())
+                .chain(new.key.as_deref())
+                .filter_map(|k| k.split('/').next())
+                .map(str::to_owned),
+        )
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 impl Judge for OfflineJudge {
     fn relevance(&self, query: &str, candidates: &[&Fragment]) -> Result<Relevance> {
         let scores: Vec<f64> = candidates
@@ -126,35 +149,58 @@ impl Judge for OfflineJudge {
         })
     }
 
-    fn conflicts(&self, new: &Memory, held: &[&Fragment]) -> Result<Vec<Conflict>> {
-        let corrected = is_correction(&new.content);
-        let changed = corrected || announces_change(&new.content);
-        // A statement about an attribute that the speaker already stated replaces it
-        // when it announces a change or a correction — or, with `latest_wins`, always:
-        // the newest statement about one attribute of one subject is its current state.
-        if !changed && !self.config.latest_wins {
-            return Ok(Vec::new());
-        }
+    /// A held fact is stale when the new statement is about it and brings a value it
+    /// did not have (see [`crate::values`]). "About it" is the same subject key, or a
+    /// turn that names (a distinctive word of) one of its values ("I handed in my notice at Globex and start at
+    /// Initech"), or for a correction enough shared words. A statement that names no
+    /// value ("onboarding finally wrapped up") replaces nothing; a held fact without a
+    /// value gives way to one with the same key that announces a change.
+    fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
+        let corrected = is_correction(&new.content) || is_correction(said);
+        let changed = corrected || announces_change(&new.content) || announces_change(said);
         let reason = if corrected {
             ConflictReason::Corrected
         } else {
             ConflictReason::Changed
         };
+        let names = people(new, held);
+        let new_values = named(&new.content, &names);
         let new_words = content_words(&new.content);
-        let same_key = |f: &Fragment| new.key.is_some() && f.key == new.key;
-        Ok(held
-            .iter()
-            .filter(|f| f.content != new.content)
-            .filter(|f| {
-                same_key(f)
-                    || (corrected
-                        && jaccard(&content_words(&f.content), &new_words)
-                            >= self.config.correction_overlap)
-            })
-            .map(|f| Conflict {
-                stale: f.id,
-                reason,
-            })
-            .collect())
+        let mut out = Vec::new();
+        for f in held.iter().filter(|f| f.content != new.content) {
+            let same_key = new.key.is_some() && f.key == new.key;
+            // Different people (`dana/…` and `dana/brother/…`) never replace each
+            // other's facts; the attribute may differ, as the lexicon is coarse.
+            let subject = |k: &str| k.rsplit_once('/').map_or(k, |(s, _)| s).to_owned();
+            let keys_agree = match (&new.key, &f.key) {
+                (Some(a), Some(b)) => subject(a) == subject(b),
+                _ => true,
+            };
+            let old_values = named(&f.content, &names);
+            let related = same_key
+                || (keys_agree && old_values.iter().any(|v| touches(said, v)))
+                || (corrected
+                    && keys_agree
+                    && jaccard(&content_words(&f.content), &new_words)
+                        >= self.config.correction_overlap);
+            if !related {
+                continue;
+            }
+            let brings_new = new_values
+                .iter()
+                .any(|v| !old_values.contains(v) && !mentions(&f.content, v));
+            let stale = if old_values.is_empty() {
+                same_key && (changed || (self.config.latest_wins && brings_new))
+            } else {
+                brings_new && (changed || (same_key && self.config.latest_wins))
+            };
+            if stale {
+                out.push(Conflict {
+                    stale: f.id,
+                    reason,
+                });
+            }
+        }
+        Ok(out)
     }
 }

@@ -25,6 +25,7 @@ pub mod pipeline;
 pub mod refresher;
 pub mod retriever;
 pub mod text;
+pub mod values;
 
 pub use answer::{Answer, Answerer, EvidenceSpan};
 pub use caller::Caller;

@@ -750,8 +750,9 @@ impl Judge for LlmJudge {
         })
     }
 
-    /// With no held facts nothing can conflict: no call.
-    fn conflicts(&self, new: &Memory, held: &[&Fragment]) -> Result<Vec<Conflict>> {
+    /// With no held facts nothing can conflict: no call. The model reads the new fact
+    /// and the held ones; the fact already carries what `said` states about it.
+    fn conflicts(&self, new: &Memory, _said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         if held.is_empty() {
             return Ok(Vec::new());
         }
@@ -981,8 +982,14 @@ impl LlmAnswerer {
 }
 
 impl Answerer for LlmAnswerer {
-    /// With no evidence there is nothing to answer from: an empty answer, no call.
-    fn answer(&self, question: &str, evidence: &[&Fragment]) -> Result<Answer> {
+    /// With no evidence there is nothing to answer from: an empty answer, no call. The
+    /// replaced facts follow the evidence, marked as replaced.
+    fn answer(
+        &self,
+        question: &str,
+        evidence: &[&Fragment],
+        replaced: &[&Fragment],
+    ) -> Result<Answer> {
         if evidence.is_empty() {
             return Ok(Answer {
                 text: String::new(),
@@ -994,11 +1001,18 @@ impl Answerer for LlmAnswerer {
             ANSWER,
             &[
                 ("question", quoted(question)),
-                ("evidence", lines(evidence.iter().map(|f| fragment_line(f)))),
+                (
+                    "evidence",
+                    lines(evidence.iter().map(|f| fragment_line(f)).chain(
+                        replaced.iter().map(
+                            |f| json!({ "id": f.id.0, "kind": "replaced", "text": f.content }),
+                        ),
+                    )),
+                ),
             ],
             answer_schema(),
         )?;
-        let shown: Vec<FragmentId> = evidence.iter().map(|f| f.id).collect();
+        let shown: Vec<FragmentId> = evidence.iter().chain(replaced).map(|f| f.id).collect();
         let cited = self
             .prompter
             .shown_ids("the answer", &answer.evidence, &shown)?;

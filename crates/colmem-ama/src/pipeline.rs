@@ -300,10 +300,22 @@ impl Pipeline {
                 .refresher
                 .forget_targets(&instruction, &candidates)?;
             let mut deleted = Vec::new();
+            let mut forgotten_turns: Vec<&String> = Vec::new();
             for id in targets {
                 if let Some(f) = mine.iter().find(|f| f.id == id) {
                     self.delete(caller, f)?;
                     deleted.push(id);
+                    forgotten_turns.extend(&f.provenance.source.turns);
+                }
+            }
+            // An episode still open would summarise the forgotten turns when it closes.
+            let mut open = self
+                .open_episodes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for ((user, _), buffer) in open.iter_mut() {
+                if *user == caller.user() {
+                    buffer.retain(|t| !forgotten_turns.contains(&&t.dialogue_id));
                 }
             }
             // The instruction itself is not kept: it would recall what it forgets.
@@ -346,7 +358,7 @@ impl Pipeline {
         let mut plain = Vec::new();
         for p in pending {
             let conflicts = if p.granularity == Granularity::Fact {
-                let mut held = self.held_facts(caller, p.memory)?;
+                let mut held = self.held_facts(caller, p.memory, &turn.text)?;
                 // A fact this turn already closed is no longer held, whatever the
                 // caller's filter (compiled before the close) still admits.
                 held.retain(|f| {
@@ -356,7 +368,7 @@ impl Pipeline {
                         .any(|(old, new)| *old == f.id || *new == f.id)
                 });
                 let held: Vec<&Fragment> = held.iter().collect();
-                let conflicts = self.roles.judge.conflicts(p.memory, &held)?;
+                let conflicts = self.roles.judge.conflicts(p.memory, &turn.text, &held)?;
                 self.roles.refresher.resolve(p.memory, &conflicts)?
             } else {
                 Vec::new()
@@ -543,11 +555,74 @@ impl Pipeline {
     ) -> Result<Answered> {
         let recall = self.recall(caller, query, options)?;
         let evidence: Vec<&Fragment> = recall.hits.iter().map(|h| &h.fragment).collect();
+        let replaced = self.replaced(caller, &evidence)?;
+        let replaced: Vec<&Fragment> = replaced.iter().collect();
         let answer = self
             .roles
             .answerer
-            .answer(&recall.plan.rewritten, &evidence)?;
+            .answer(&recall.plan.rewritten, &evidence, &replaced)?;
         Ok(Answered { recall, answer })
+    }
+
+    /// The facts the evidence's facts replaced, and the ones those replaced, up to
+    /// [`REPLACED_DEPTH`] generations back: the ones the caller may read now.
+    fn replaced(&self, caller: &Caller<'_>, evidence: &[&Fragment]) -> Result<Vec<Fragment>> {
+        let mut seen: Vec<FragmentId> = evidence.iter().map(|f| f.id).collect();
+        let mut frontier: Vec<FragmentId> = evidence
+            .iter()
+            .filter(|f| f.granularity == Granularity::Fact)
+            .flat_map(|f| f.provenance.source.parents.iter().copied())
+            .collect();
+        let mut out = Vec::new();
+        for _ in 0..REPLACED_DEPTH {
+            let mut next = Vec::new();
+            for id in frontier {
+                if seen.contains(&id) {
+                    continue;
+                }
+                seen.push(id);
+                // A purged ancestor is gone, and forgotten with it.
+                let parent = match self.store.get(id) {
+                    Ok(parent) => parent,
+                    Err(colmem_store::Error::NotFound { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                if parent.granularity == Granularity::Fact
+                    && parent.superseded_by.is_some()
+                    && caller.can_read_history(&parent)
+                {
+                    next.extend(parent.provenance.source.parents.iter().copied());
+                    out.push(parent);
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        // The replaced facts drawn from the turns the evidence holds: a raw turn still
+        // says what its superseded facts said.
+        let turns: Vec<&String> = evidence
+            .iter()
+            .flat_map(|f| &f.provenance.source.turns)
+            .collect();
+        let history = caller.filter().clone().with_view(View::AllVersions);
+        let mine = self.store.list(
+            &history,
+            &ListQuery {
+                granularity: Some(Granularity::Fact),
+                order: Order::NewestFirst,
+                limit: Some(REPLACED_LOOKBACK),
+                ..ListQuery::default()
+            },
+        )?;
+        out.extend(mine.into_iter().filter(|f| {
+            f.superseded_by.is_some()
+                && f.provenance.user == caller.user()
+                && !seen.contains(&f.id)
+                && f.provenance.source.turns.iter().any(|t| turns.contains(&t))
+        }));
+        Ok(out)
     }
 
     /// The caller's own fragments (not other users' shared ones) that it can read now.
@@ -570,31 +645,46 @@ impl Pipeline {
         Ok(out)
     }
 
-    /// The current facts a new fact may make stale: the same subject key, or for a
-    /// correction the speaker's recent facts.
-    fn held_facts(&self, caller: &Caller<'_>, memory: &Memory) -> Result<Vec<Fragment>> {
+    /// The current facts a new fact may make stale: the same subject key; the speaker's
+    /// recent facts whose values the turn names; for a correction the speaker's recent
+    /// facts about them.
+    fn held_facts(
+        &self,
+        caller: &Caller<'_>,
+        memory: &Memory,
+        said: &str,
+    ) -> Result<Vec<Fragment>> {
         let mut held = match &memory.key {
             Some(key) => self.own_fragments(caller, Some(key.clone()), Some(Granularity::Fact))?,
             None => Vec::new(),
         };
-        if crate::change::is_correction(&memory.content)
-            && let Some(speaker) = &memory.speaker
-        {
-            let prefix = format!("{}/", speaker.to_lowercase());
-            let recent = self.store.list(
-                caller.filter(),
-                &ListQuery {
-                    granularity: Some(Granularity::Fact),
-                    order: Order::NewestFirst,
-                    limit: Some(CORRECTION_LOOKBACK),
-                    ..ListQuery::default()
-                },
-            )?;
-            held.extend(recent.into_iter().filter(|f| {
-                f.provenance.user == caller.user()
-                    && f.key.as_deref().is_some_and(|k| k.starts_with(&prefix))
-                    && f.key != memory.key
-            }));
+        let Some(speaker) = &memory.speaker else {
+            return Ok(held);
+        };
+        let recent = self.store.list(
+            caller.filter(),
+            &ListQuery {
+                granularity: Some(Granularity::Fact),
+                order: Order::NewestFirst,
+                limit: Some(RECENT_LOOKBACK),
+                ..ListQuery::default()
+            },
+        )?;
+        let corrected = crate::change::is_correction(&memory.content);
+        let prefix = format!("{}/", speaker.to_lowercase());
+        let names = [speaker.to_lowercase()];
+        for f in recent {
+            if f.provenance.user != caller.user() || held.iter().any(|h| h.id == f.id) {
+                continue;
+            }
+            let about_speaker = f.key.as_deref().is_none_or(|k| k.starts_with(&prefix));
+            let named_now = crate::values::named(&f.content, &names)
+                .iter()
+                .any(|v| crate::values::touches(said, v));
+            if about_speaker && (named_now || (corrected && f.key.is_some() && f.key != memory.key))
+            {
+                held.push(f);
+            }
         }
         Ok(held)
     }
@@ -739,8 +829,12 @@ const MEMORY_GRANULARITIES: [Granularity; 4] = [
 
 /// How many of the best hits a related-turn round expands.
 const RELATED_FROM: usize = 5;
-/// How many recent facts a correction is compared with.
-const CORRECTION_LOOKBACK: usize = 30;
+/// How many generations of replaced facts an answer looks back through.
+const REPLACED_DEPTH: usize = 8;
+/// How many of the caller's newest fact versions an answer searches for replaced ones.
+const REPLACED_LOOKBACK: usize = 200;
+/// How many of the speaker's recent facts a new fact is compared with.
+const RECENT_LOOKBACK: usize = 50;
 
 /// The granularities tried after a route, in order.
 fn fallback(route: Route) -> Vec<Route> {

@@ -448,7 +448,11 @@ fn judge_scores_candidates_and_names_held_conflicts() {
     );
 
     let conflicts = judge
-        .conflicts(&fact("Dana moved to Porto."), &refs[..2])
+        .conflicts(
+            &fact("Dana moved to Porto."),
+            "Dana moved to Porto.",
+            &refs[..2],
+        )
         .unwrap();
     assert_eq!(
         conflicts,
@@ -462,7 +466,7 @@ fn judge_scores_candidates_and_names_held_conflicts() {
     assert!(empty.scores.is_empty() && !empty.sufficient);
     assert!(
         judge
-            .conflicts(&fact("Dana moved to Porto."), &[])
+            .conflicts(&fact("Dana moved to Porto."), "Dana moved to Porto.", &[])
             .unwrap()
             .is_empty()
     );
@@ -494,12 +498,16 @@ fn judge_refuses_out_of_contract_answers() {
         "1.3",
     );
     contract(
-        judge.conflicts(&fact("Dana moved to Porto."), &refs),
+        judge.conflicts(&fact("Dana moved to Porto."), "Dana moved to Porto.", &refs),
         "judge",
         "fragment 99",
     );
     contract(
-        judge.conflicts(&fact("Dana quit the bakery."), &refs),
+        judge.conflicts(
+            &fact("Dana quit the bakery."),
+            "Dana quit the bakery.",
+            &refs,
+        ),
         "judge",
         "outdated",
     );
@@ -644,6 +652,7 @@ fn answerer_answers_from_cited_evidence_only() {
         "answerer",
         &[
             r#"{"answer":"Porto","evidence":[31]}"#,
+            r#"{"answer":"Lisbon","evidence":[30]}"#,
             r#"{"answer":"Lisbon","evidence":[40]}"#,
         ],
     );
@@ -653,17 +662,29 @@ fn answerer_answers_from_cited_evidence_only() {
         fragment(32, Granularity::RawTurn, "Dana: I live in Lisbon."),
     ];
     let refs: Vec<&Fragment> = evidence.iter().collect();
-    let answer = answerer.answer("Where does Dana live now?", &refs).unwrap();
+    let answer = answerer
+        .answer("Where does Dana live now?", &refs, &[])
+        .unwrap();
     assert_eq!(answer.text, "Porto");
     assert_eq!(answer.evidence, vec![FragmentId(31)]);
+    // A replaced fact is shown as replaced, and may be cited for the past.
+    let replaced = fragment(30, Granularity::Fact, "Dana lived in Lisbon.");
+    let before = answerer
+        .answer("Where did Dana live before?", &refs, &[&replaced])
+        .unwrap();
+    assert_eq!(before.evidence, vec![FragmentId(30)]);
+    let prompt = serde_json::to_string(&spy.requests()[1]).unwrap();
+    assert!(prompt.contains(r#"\"kind\":\"replaced\""#), "{prompt}");
     contract(
-        answerer.answer("Where did Dana live before?", &refs),
+        answerer.answer("Where did Dana live before?", &refs, &[]),
         "answerer",
         "fragment 40",
     );
-    let none = answerer.answer("Where does Dana live now?", &[]).unwrap();
+    let none = answerer
+        .answer("Where does Dana live now?", &[], &[])
+        .unwrap();
     assert!(none.text.is_empty() && none.evidence.is_empty());
-    assert_eq!(spy.calls(), 2, "no evidence: no call");
+    assert_eq!(spy.calls(), 3, "no evidence: no call");
 }
 
 #[test]
@@ -744,7 +765,9 @@ fn sampling_settings_are_per_role() {
     let judge = LlmJudge::new(spy.clone(), LlmRoleConfig::default()).unwrap();
     let evidence = [fragment(31, Granularity::Fact, "Dana lives in Porto.")];
     let refs: Vec<&Fragment> = evidence.iter().collect();
-    answerer.answer("Where does Dana live?", &refs).unwrap();
+    answerer
+        .answer("Where does Dana live?", &refs, &[])
+        .unwrap();
     judge.relevance("Where does Dana live?", &refs).unwrap();
     let requests = spy.requests();
     assert_eq!(requests[0].temperature, Some(0.7));

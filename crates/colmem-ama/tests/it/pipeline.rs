@@ -286,6 +286,96 @@ fn a_move_supersedes_the_old_home_and_history_keeps_it() {
 }
 
 #[test]
+fn a_turn_that_names_the_old_value_replaces_it_and_the_answer_drops_it() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "Another Monday at Globex, reviewing the billing code.",
+        "2022-05-02",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "I handed in my notice at Globex and start at Initech on Monday.",
+        "2022-08-10",
+    );
+    // Names no value: replaces nothing.
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "Onboarding finally wrapped up.",
+        "2022-08-20",
+    );
+    let (now, hits) = world.ask(u, a, "Which company does Dana work for now?", View::Current);
+    assert!(
+        now.contains("Initech") && !now.contains("Globex"),
+        "{now:?}"
+    );
+    assert!(
+        hits.iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains("Initech")),
+        "the statement that names no value must not replace the one that does: {hits:?}"
+    );
+    assert!(
+        !hits
+            .iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.starts_with("Another Monday")),
+        "the old employer's fact is still current: {hits:?}"
+    );
+    let at = Timestamp::parse("2022-06-01").unwrap();
+    let (_, then) = world.ask(u, a, "Where did Dana work?", View::WorldAsOf(at));
+    assert!(
+        then.iter().any(|f| f.granularity == Granularity::Fact
+            && f.content.starts_with("Another Monday at Globex")),
+        "the history read lost the old state: {then:?}"
+    );
+}
+
+#[test]
+fn a_mention_without_a_new_value_or_a_change_replaces_nothing() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "I live in Denver, near the park.",
+        "2023-01-05",
+    );
+    // Names the held value, brings no new one.
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "Denver finally got snow this week.",
+        "2023-01-20",
+    );
+    // Brings a new value, names the held one, announces no change.
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "My cousin from Boston loved Denver.",
+        "2023-02-01",
+    );
+    let (_, hits) = world.ask(u, a, "Where does Dana live?", View::Current);
+    assert!(
+        hits.iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains("live in Denver")),
+        "a fact was replaced without a change: {hits:?}"
+    );
+}
+
+#[test]
 fn only_the_users_own_instruction_deletes() {
     let (world, u, a) = one_pair();
     world.say(

@@ -1,0 +1,484 @@
+//! Named values: the things a statement names — a city, an employer, a phone model, a
+//! dish, a number — as opposed to the words around them.
+//!
+//! The offline judge and answerer reason about change through values: a statement that
+//! replaces a held fact brings a value the fact did not have ("… start at Initech"),
+//! and once a fact is replaced its values are the old state ("Globex"), which a
+//! current answer must not give. A value is
+//! - a run of capitalised words or words with digits ("World Health Organization",
+//!   "iPhone 14", "F-150", "9:30", "12B"), joined across short connectors ("Casa do
+//!   Largo"), without people's names, months, weekdays, years and the day numbers of
+//!   dates;
+//! - a capitalised first word of a sentence only when it is not a common word ("Catan
+//!   has been dethroned" names Catan; "Another Monday …" does not name "Another");
+//! - a lowercase word that names an item of the attribute lexicon (`espresso`, `ramen`,
+//!   `yoga`), never one that names the attribute itself (`food`, `drink`).
+//!
+//! Values are lowercase; [`mentions`] matches them on word boundaries.
+
+use crate::text::STOPWORDS;
+
+/// Lowercase words that join the capitalised words of one name.
+const CONNECTORS: &[&str] = &[
+    "of", "de", "do", "da", "del", "della", "la", "le", "van", "von", "der", "du", "dos", "das",
+    "y", "e",
+];
+
+/// Months and weekdays: they date a statement.
+const MONTHS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    // Days of the week date a statement more often than they are its value.
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "mondays",
+    "tuesdays",
+    "wednesdays",
+    "thursdays",
+    "fridays",
+    "saturdays",
+    "sundays",
+];
+
+/// Words that often open a sentence without naming anything: fillers, determiners,
+/// adverbs and the imperatives of requests.
+const COMMON_OPENERS: &[&str] = &[
+    "another",
+    "any",
+    "every",
+    "each",
+    "both",
+    "most",
+    "some",
+    "said",
+    "also",
+    "still",
+    "even",
+    "maybe",
+    "yes",
+    "okay",
+    "ok",
+    "sure",
+    "please",
+    "sorry",
+    "hello",
+    "quick",
+    "new",
+    "old",
+    "first",
+    "last",
+    "next",
+    "second",
+    "third",
+    "since",
+    "during",
+    "though",
+    "although",
+    "once",
+    "today",
+    "tomorrow",
+    "yesterday",
+    "tonight",
+    "book",
+    "keep",
+    "tell",
+    "remind",
+    "give",
+    "take",
+    "put",
+    "set",
+    "find",
+    "help",
+    "make",
+    "let",
+    "send",
+    "call",
+    "add",
+    "note",
+    "remember",
+    "use",
+    "stop",
+    "start",
+    "try",
+    "check",
+    "ask",
+    "buy",
+    "plan",
+    "cancel",
+    "update",
+    "switch",
+    "show",
+    "forget",
+    "delete",
+    "drop",
+    "erase",
+    "remove",
+    "wipe",
+    "good",
+    "great",
+    "nice",
+    "best",
+    "better",
+    "worst",
+    "big",
+    "small",
+    "little",
+    "long",
+    "short",
+    "three",
+    "two",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "none",
+    "nothing",
+    "everything",
+    "everyone",
+    "someone",
+    "anything",
+    "same",
+    "sounds",
+    "noted",
+    "understood",
+    "got",
+    "right",
+    "true",
+    "fair",
+    "exactly",
+    "definitely",
+    "absolutely",
+    "perfect",
+    "cool",
+    "awesome",
+    "lovely",
+    "oops",
+    "ugh",
+    "anyway",
+    "otherwise",
+    "instead",
+    "apparently",
+    "unfortunately",
+    "luckily",
+    "turns",
+    "guess",
+    "not",
+    "never",
+    "always",
+    "usually",
+    "back",
+    "over",
+    "off",
+    "down",
+    "around",
+    "through",
+    "thanks",
+    "thank",
+    "speaking",
+    "talking",
+    "mind",
+    "wait",
+    "look",
+    "see",
+    "here's",
+    "there's",
+    "that's",
+    "what's",
+    "it's",
+    "let's",
+    "i'm",
+    "i've",
+    "i'll",
+    "i'd",
+    "we're",
+    "we've",
+    "you're",
+    "they're",
+    "he's",
+    "she's",
+];
+
+/// Words of the attribute lexicon that name the attribute, not an item of it.
+const GENERIC: &[&str] = &[
+    "food",
+    "dish",
+    "dishes",
+    "cuisine",
+    "eat",
+    "eating",
+    "meal",
+    "snack",
+    "dessert",
+    "cook",
+    "cooking",
+    "breakfast",
+    "lunch",
+    "dinner",
+    "drink",
+    "drinks",
+    "music",
+    "song",
+    "songs",
+    "band",
+    "bands",
+    "album",
+    "genre",
+    "playlist",
+    "singer",
+    "listen",
+    "listening",
+    "sport",
+    "sports",
+    "hobby",
+    "hobbies",
+    "workout",
+    "gym",
+    "bakery",
+];
+
+/// The attributes whose lexicon words are items ("espresso" is a drink).
+const ITEM_ATTRIBUTES: &[&str] = &["food", "drink", "music", "sport", "hobby"];
+
+/// A token of text: its lowercase core, and how it was written.
+struct Token {
+    core: String,
+    capitalised: bool,
+    digits: bool,
+    sentence_start: bool,
+}
+
+fn tokens(text: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut start = true;
+    for raw in text.split_whitespace() {
+        let trimmed = raw.trim_matches(|c: char| !(c.is_alphanumeric()));
+        let ends_sentence = raw.ends_with(['.', '!', '?']);
+        let core = trimmed
+            .strip_suffix("'s")
+            .or_else(|| trimmed.strip_suffix("’s"))
+            .unwrap_or(trimmed);
+        if !core.is_empty() {
+            out.push(Token {
+                core: core.to_lowercase(),
+                capitalised: core.chars().next().is_some_and(char::is_uppercase)
+                    || core.chars().skip(1).any(char::is_uppercase),
+                digits: core.chars().any(|c| c.is_ascii_digit()),
+                sentence_start: start,
+            });
+        }
+        // A token that ends in a separator also ends a name ("Leeds, and …").
+        if raw.ends_with([',', ';', ':', ')']) || ends_sentence {
+            out.push(Token {
+                core: String::new(),
+                capitalised: false,
+                digits: false,
+                sentence_start: false,
+            });
+        }
+        start = ends_sentence || (start && core.is_empty());
+    }
+    out
+}
+
+fn is_year(core: &str) -> bool {
+    core.len() == 4
+        && core.chars().all(|c| c.is_ascii_digit())
+        && (core.starts_with("19") || core.starts_with("20"))
+}
+
+fn is_item(core: &str) -> bool {
+    !GENERIC.contains(&core)
+        && crate::change::ATTRIBUTES
+            .iter()
+            .filter(|(name, _)| ITEM_ATTRIBUTES.contains(name))
+            .any(|(_, lexicon)| lexicon.contains(&core))
+}
+
+/// The values `text` names, in order, without duplicates. `names` are people's names
+/// (lowercase), which are the subjects of statements, not values.
+pub fn named(text: &str, names: &[String]) -> Vec<String> {
+    let tokens = tokens(text);
+    let is_name_part = |i: usize| -> bool {
+        let t = &tokens[i];
+        if t.core.is_empty() || names.contains(&t.core) || MONTHS.contains(&t.core.as_str()) {
+            return false;
+        }
+        if t.digits {
+            // The day number and the year of a date are not values.
+            let near_month = |j: Option<usize>| {
+                j.and_then(|j| tokens.get(j))
+                    .is_some_and(|n| MONTHS.contains(&n.core.as_str()))
+            };
+            return !is_year(&t.core) && !near_month(i.checked_sub(1)) && !near_month(Some(i + 1));
+        }
+        if !t.capitalised || t.core.chars().count() < 2 {
+            return false;
+        }
+        !t.sentence_start
+            || !(STOPWORDS.contains(&t.core.as_str())
+                || COMMON_OPENERS.contains(&t.core.as_str())
+                || t.core.ends_with("ing")
+                || t.core.ends_with("ed")
+                || t.core.ends_with("ly"))
+    };
+    let mut out: Vec<String> = Vec::new();
+    let push = |value: String, out: &mut Vec<String>| {
+        if !value.is_empty() && !out.contains(&value) {
+            out.push(value);
+        }
+    };
+    let mut i = 0;
+    while i < tokens.len() {
+        if is_name_part(i) {
+            let mut parts = vec![tokens[i].core.clone()];
+            let mut j = i + 1;
+            loop {
+                if j < tokens.len() && is_name_part(j) {
+                    parts.push(tokens[j].core.clone());
+                    j += 1;
+                } else if j + 1 < tokens.len()
+                    && CONNECTORS.contains(&tokens[j].core.as_str())
+                    && !tokens[j].capitalised
+                    && is_name_part(j + 1)
+                {
+                    parts.push(tokens[j].core.clone());
+                    parts.push(tokens[j + 1].core.clone());
+                    j += 2;
+                } else {
+                    break;
+                }
+            }
+            push(parts.join(" "), &mut out);
+            i = j;
+        } else {
+            let t = &tokens[i];
+            if !t.core.is_empty() && !t.capitalised && is_item(&t.core) {
+                push(t.core.clone(), &mut out);
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether `text` mentions `value` (lowercase, as [`named`] returns it) as whole words.
+pub fn mentions(text: &str, value: &str) -> bool {
+    let wanted: Vec<&str> = value.split(' ').collect();
+    let have: Vec<String> = tokens(text).into_iter().map(|t| t.core).collect();
+    !wanted.is_empty()
+        && have
+            .windows(wanted.len())
+            .any(|w| w.iter().zip(&wanted).all(|(a, b)| a == b))
+}
+
+/// Whether `text` names a distinctive word of `value`: "the Dell's keyboard" names
+/// "dell xps 13". Connectors, attribute words and short numbers do not count.
+pub fn touches(text: &str, value: &str) -> bool {
+    let have: Vec<String> = tokens(text).into_iter().map(|t| t.core).collect();
+    value
+        .split(' ')
+        .filter(|w| {
+            !CONNECTORS.contains(w)
+                && !GENERIC.contains(w)
+                && !STOPWORDS.contains(w)
+                && if w.chars().all(|c| c.is_ascii_digit()) {
+                    w.len() >= 3
+                } else {
+                    w.chars().count() >= 3
+                }
+        })
+        .any(|w| have.iter().any(|h| h == w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(text: &str) -> Vec<String> {
+        named(text, &["priya".to_owned(), "omar".to_owned()])
+    }
+
+    #[test]
+    fn names_runs_of_capitalised_words_and_codes() {
+        assert_eq!(
+            n(
+                "We finally moved into the new flat in Bristol, and the kitchen is twice the size of the Leeds one."
+            ),
+            ["bristol", "leeds"]
+        );
+        assert_eq!(
+            n("Priya's new boss at the World Health Organization uses an iPhone 14."),
+            ["world health organization", "iphone 14"]
+        );
+        assert_eq!(n("We are staying at Casa do Largo."), ["casa do largo"]);
+        assert_eq!(n("The standup moved to 9:30 in room 12B."), ["9:30", "12b"]);
+    }
+
+    #[test]
+    fn skips_names_dates_and_common_openers() {
+        assert_eq!(n("Another Monday at Globex."), ["globex"]);
+        assert_eq!(
+            n("Omar started at Initech on 5 September 2022."),
+            ["initech"]
+        );
+        assert!(n("Said goodbye to it. Finally done. Running is fun.").is_empty());
+        assert_eq!(n("Catan has been dethroned."), ["catan"]);
+    }
+
+    #[test]
+    fn names_lexicon_items_but_not_attribute_words() {
+        assert_eq!(
+            n("My go-to drink is espresso, and food is ramen."),
+            ["espresso", "ramen"]
+        );
+    }
+
+    #[test]
+    fn mentions_matches_whole_words() {
+        assert!(mentions("I left Globex last week.", "globex"));
+        assert!(mentions("The Kindle Paperwhite died", "kindle paperwhite"));
+        assert!(!mentions("The Kindle died", "kindle paperwhite"));
+        assert!(!mentions("at 9:30 sharp", "9"));
+        assert!(mentions("Tom's bike", "tom"));
+    }
+
+    #[test]
+    fn touches_matches_a_distinctive_word() {
+        assert!(touches(
+            "Coffee went into the Dell's keyboard",
+            "dell xps 13"
+        ));
+        assert!(!touches("It took 13 minutes", "dell xps 13"));
+        assert!(!touches("The best of times", "bank of america"));
+    }
+}
