@@ -1,5 +1,7 @@
 //! The usearch HNSW backend: cosine, f32 with optional f16 or i8 quantisation,
-//! the filter applied as the predicate of usearch's `filtered_search`.
+//! the filter applied as the predicate of usearch's `filtered_search`. With
+//! quantisation the graph is walked on the coarse vectors and the candidates it
+//! found are re-ranked on the exact f32 copies.
 //!
 //! The expansion setting of a usearch index is index-wide, so it is fixed at
 //! construction and never changed while others search; a query asks for more
@@ -14,7 +16,7 @@ use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 use crate::admit::Admit;
 use crate::error::{Error, Result};
 use crate::flat::FlatIndex;
-use crate::vector::{Effort, VectorHit, VectorIndex, normalized, sort_hits};
+use crate::vector::{Effort, VectorHit, VectorIndex, normalized, scan_by_lookup, sort_hits};
 
 const FILE: &str = "hnsw.usearch";
 const BACKEND: &str = "usearch";
@@ -47,6 +49,11 @@ pub struct HnswConfig {
     pub threads: usize,
     /// Concurrent searches usearch prepares contexts for.
     pub max_concurrent_searches: usize,
+    /// A scope (group, user, global) holding more vectors than this gets its own
+    /// partition graph besides the main one ([`VectorIndex::partition`]), which
+    /// the planner walks when a filter admits most of that scope; `None`: never.
+    /// Costs one more insert per vector of such a scope.
+    pub partition_min: Option<u64>,
 }
 
 impl Default for HnswConfig {
@@ -58,6 +65,7 @@ impl Default for HnswConfig {
             quantization: Quantization::F32,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_concurrent_searches: 64,
+            partition_min: Some(20_000),
         }
     }
 }
@@ -68,8 +76,10 @@ pub struct HnswIndex {
     config: HnswConfig,
     index: RwLock<Index>,
     /// Contiguous f32 copies for the planner's exact scans over admitted lists
-    /// (usearch's per-key `get` is several times slower). Costs `4·dim` bytes a vector.
-    exact: FlatIndex,
+    /// (usearch's per-key `get` is several times slower). Costs `4·dim` bytes a
+    /// vector. A partition graph ([`VectorIndex::partition`]) has none: the
+    /// planner scans through the main index.
+    exact: Option<FlatIndex>,
     /// Serialises writers, so capacity checks and inserts do not race.
     writer: Mutex<()>,
 }
@@ -113,9 +123,20 @@ impl HnswIndex {
             dim,
             config,
             index: RwLock::new(index),
-            exact: FlatIndex::new(dim),
+            exact: Some(FlatIndex::new(dim)),
             writer: Mutex::new(()),
         })
+    }
+
+    /// An empty graph without exact copies, for a partition.
+    fn graph_only(dim: usize, config: HnswConfig) -> Result<Self> {
+        let config = HnswConfig {
+            partition_min: None,
+            ..config
+        };
+        let mut index = Self::new(dim, config)?;
+        index.exact = None;
+        Ok(index)
     }
 
     fn fresh(dim: usize, config: &HnswConfig) -> Result<Index> {
@@ -191,7 +212,10 @@ impl VectorIndex for HnswIndex {
         index
             .add(id, &vector)
             .map_err(|e| Error::backend(BACKEND, e))?;
-        self.exact.insert(id, &vector)
+        match &self.exact {
+            Some(exact) => exact.insert(id, &vector),
+            None => Ok(()),
+        }
     }
 
     fn insert_batch(&self, items: &[(u64, &[f32])]) -> Result<()> {
@@ -207,8 +231,10 @@ impl VectorIndex for HnswIndex {
                 index.remove(*id).map_err(|e| Error::backend(BACKEND, e))?;
             }
         }
-        for (id, vector) in &rows {
-            self.exact.insert(*id, vector)?;
+        if let Some(exact) = &self.exact {
+            for (id, vector) in &rows {
+                exact.insert(*id, vector)?;
+            }
         }
         let threads = self.config.threads.clamp(1, 64);
         let chunk = rows.len().div_ceil(threads).max(1);
@@ -242,14 +268,19 @@ impl VectorIndex for HnswIndex {
             return Ok(false);
         }
         index.remove(id).map_err(|e| Error::backend(BACKEND, e))?;
-        self.exact.remove(id)?;
+        if let Some(exact) = &self.exact {
+            exact.remove(id)?;
+        }
         Ok(true)
     }
 
     fn clear(&self) -> Result<()> {
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         *self.write() = Self::fresh(self.dim, &self.config)?;
-        self.exact.clear()
+        match &self.exact {
+            Some(exact) => exact.clear(),
+            None => Ok(()),
+        }
     }
 
     fn contains(&self, id: u64) -> bool {
@@ -257,7 +288,19 @@ impl VectorIndex for HnswIndex {
     }
 
     fn vector(&self, id: u64, out: &mut Vec<f32>) -> Result<bool> {
-        self.exact.vector(id, out)
+        if let Some(exact) = &self.exact {
+            return exact.vector(id, out);
+        }
+        out.clear();
+        out.resize(self.dim, 0.0);
+        let found = self
+            .read()
+            .get(id, out)
+            .map_err(|e| Error::backend(BACKEND, e))?;
+        if found == 0 {
+            out.clear();
+        }
+        Ok(found > 0)
     }
 
     fn scan(
@@ -266,7 +309,18 @@ impl VectorIndex for HnswIndex {
         k: usize,
         ids: &mut dyn Iterator<Item = u64>,
     ) -> Result<Vec<VectorHit>> {
-        self.exact.scan(query, k, ids)
+        match &self.exact {
+            Some(exact) => exact.scan(query, k, ids),
+            None => scan_by_lookup(self, query, k, ids),
+        }
+    }
+
+    fn partition(&self) -> Result<Option<Box<dyn VectorIndex>>> {
+        Ok(Some(Box::new(Self::graph_only(self.dim, self.config)?)))
+    }
+
+    fn partition_min(&self) -> Option<u64> {
+        self.config.partition_min
     }
 
     fn search(
@@ -287,6 +341,15 @@ impl VectorIndex for HnswIndex {
             Admit::Only(ids) => index.filtered_search(&query, count, |key| ids.contains(key)),
         }
         .map_err(|e| Error::backend(BACKEND, e))?;
+        drop(index);
+        if let Some(exact) = self
+            .exact
+            .as_ref()
+            .filter(|_| self.config.quantization != Quantization::F32)
+        {
+            // Quantised distances steer the walk; the exact copies rank what it found.
+            return exact.scan(&query, k, &mut matches.keys.iter().copied());
+        }
         let mut hits: Vec<VectorHit> = matches
             .keys
             .iter()
@@ -309,7 +372,10 @@ impl VectorIndex for HnswIndex {
         self.read()
             .save(text)
             .map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
-        self.exact.save(dir)
+        match &self.exact {
+            Some(exact) => exact.save(dir),
+            None => Ok(()),
+        }
     }
 
     fn load(&self, dir: &Path) -> Result<()> {
@@ -337,16 +403,18 @@ impl VectorIndex for HnswIndex {
             .map_err(|e| Error::corrupt(&path, e.to_string()))?;
         let capacity = (index.size() + 1024).max(index.capacity());
         Self::reserve(&index, capacity, &self.config)?;
-        let copies = FlatIndex::new(self.dim);
-        copies.load(dir)?;
-        if copies.len() != index.size() {
-            return Err(Error::corrupt(
-                &path,
-                "the graph and the exact copies disagree",
-            ));
-        }
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        self.exact.load(dir)?;
+        if let Some(exact) = &self.exact {
+            let copies = FlatIndex::new(self.dim);
+            copies.load(dir)?;
+            if copies.len() != index.size() {
+                return Err(Error::corrupt(
+                    &path,
+                    "the graph and the exact copies disagree",
+                ));
+            }
+            exact.load(dir)?;
+        }
         *self.write() = index;
         Ok(())
     }

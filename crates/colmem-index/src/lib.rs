@@ -23,6 +23,7 @@ mod granularity;
 mod hnsw;
 mod hybrid;
 mod lexical;
+mod partition;
 mod postings;
 mod snapshot;
 mod vector;

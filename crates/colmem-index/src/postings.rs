@@ -132,6 +132,11 @@ impl AccessPostings {
         self.metas.get(&id)
     }
 
+    /// Every fragment id with its metadata, in no particular order.
+    pub(crate) fn metas(&self) -> impl Iterator<Item = (u64, &FragmentMeta)> {
+        self.metas.iter().map(|(&id, meta)| (id, meta))
+    }
+
     /// Records (or replaces) the metadata of fragment `id`.
     pub fn upsert(&mut self, id: u64, meta: FragmentMeta) {
         self.remove(id);

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// The snapshot format; bump it when the layout changes (old snapshots are rebuilt).
-pub(crate) const FORMAT: u32 = 2;
+pub(crate) const FORMAT: u32 = 3;
 const MANIFEST: &str = "manifest.json";
 pub(crate) const CURRENT: &str = "current";
 const NEXT: &str = "next";

@@ -94,15 +94,21 @@ pub trait VectorIndex: Send + Sync + fmt::Debug {
         k: usize,
         ids: &mut dyn Iterator<Item = u64>,
     ) -> Result<Vec<VectorHit>> {
-        let query = normalized(query, self.dim())?;
-        let mut top = TopK::new(k);
-        let mut buffer = Vec::with_capacity(self.dim());
-        for id in ids {
-            if self.vector(id, &mut buffer)? {
-                top.push(id, dot(&query, &buffer));
-            }
-        }
-        Ok(top.into_sorted())
+        scan_by_lookup(self, query, k, ids)
+    }
+
+    /// A new empty index of the same backend and settings, holding a partition
+    /// of the vectors (the fragments of one large scope), which the planner
+    /// walks when a filter admits most of that partition and little else.
+    /// `None` (the default) when the backend has no use for partitions.
+    fn partition(&self) -> Result<Option<Box<dyn VectorIndex>>> {
+        Ok(None)
+    }
+
+    /// How many vectors a scope holds at least (exclusive) before it gets a
+    /// [`VectorIndex::partition`] graph; `None` (the default): never.
+    fn partition_min(&self) -> Option<u64> {
+        None
     }
 
     /// Writes the index into the empty directory `dir`.
@@ -113,8 +119,26 @@ pub trait VectorIndex: Send + Sync + fmt::Debug {
     fn load(&self, dir: &Path) -> Result<()>;
 }
 
+/// The exact top-`k` among `ids`, fetching each vector through [`VectorIndex::vector`].
+pub(crate) fn scan_by_lookup<V: VectorIndex + ?Sized>(
+    index: &V,
+    query: &[f32],
+    k: usize,
+    ids: &mut dyn Iterator<Item = u64>,
+) -> Result<Vec<VectorHit>> {
+    let query = normalized(query, index.dim())?;
+    let mut top = TopK::new(k);
+    let mut buffer = Vec::with_capacity(index.dim());
+    for id in ids {
+        if index.vector(id, &mut buffer)? {
+            top.push(id, dot(&query, &buffer));
+        }
+    }
+    Ok(top.into_sorted())
+}
+
 /// The dot product of two equally long slices.
-#[inline]
+#[inline(always)]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     // Eight independent accumulators let the compiler vectorise the loop.
     let mut acc = [0.0f32; 8];
@@ -217,7 +241,6 @@ impl TopK {
 }
 
 /// Sorts hits best first, ties by id.
-#[cfg_attr(not(feature = "usearch"), allow(dead_code))]
 pub(crate) fn sort_hits(hits: &mut [VectorHit]) {
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
 }

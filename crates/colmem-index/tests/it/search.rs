@@ -354,6 +354,81 @@ mod hnsw {
         });
     }
 
+    fn is_partitioned(s: &Strategy) -> bool {
+        matches!(s, Strategy::Partitioned { scanned: 0, .. })
+    }
+
+    fn partitioned(min: u64) -> Arc<dyn VectorIndex> {
+        Arc::new(
+            HnswIndex::new(
+                DIM,
+                HnswConfig {
+                    partition_min: Some(min),
+                    ..HnswConfig::default()
+                },
+            )
+            .unwrap(),
+        )
+    }
+
+    /// Scopes above 100 vectors ("team" and the global scope) get their own
+    /// graph: the 10% reader walks the team graph, the 100% reader the main one.
+    /// The planner of [`planned`] with walks cheap enough that a 400-vector
+    /// partition is worth walking rather than scanning.
+    fn planned_small_walks() -> PlannerConfig {
+        PlannerConfig {
+            base_candidates: 16,
+            ..planned()
+        }
+    }
+
+    #[test]
+    fn the_planner_walks_the_graph_of_a_scope_the_filter_admits_whole() {
+        let index = build(partitioned(100), None, planned_small_walks(), corpus());
+        assert_eq!(index.partition_graphs(), 2);
+        check_recall("partitioned", &index, |admitted| match admitted {
+            0..=100 => is_exact,
+            a if a == N as u64 => is_hnsw,
+            _ => is_partitioned,
+        });
+    }
+
+    /// A fragment that moves to another scope moves to that scope's graph; one
+    /// deleted leaves it; a large admitted remainder outside the graphs falls
+    /// back to the main walk.
+    #[test]
+    fn partition_graphs_follow_scope_changes_and_deletions() {
+        let records = corpus();
+        let index = build(partitioned(100), None, planned_small_walks(), records);
+        let (_, team, _) = readers().swap_remove(1);
+        let target = &records[5];
+        assert!(!team.admits(&target.fragment.meta()));
+        let mut moved = target.clone();
+        moved.fragment.scope = Scope::Group(group("team"));
+        moved.fragment.provenance.agents = [agent("a-team")].into_iter().collect();
+        index.update_meta(6, moved.fragment.meta()).unwrap();
+        let query = Query {
+            vector: Some(target.embedding.as_ref().unwrap().vector.as_slice()),
+            text: None,
+            k: K,
+            granularities: &[],
+        };
+        let hits = index.search(&query, &team).unwrap();
+        assert!(is_partitioned(&hits[0].plan.strategy), "{:?}", hits[0].plan);
+        assert_eq!(
+            hits[0].id.0, 6,
+            "the moved fragment is found in the team graph"
+        );
+        index.delete(6).unwrap();
+        let hits = index.search(&query, &team).unwrap();
+        assert!(hits.iter().all(|h| h.id.0 != 6));
+        assert_eq!(hits.len(), K);
+        // A reader of "team" and everything global: the global graph is admitted
+        // whole but so is most of the index, so the main graph is walked.
+        let (_, everyone, _) = readers().swap_remove(0);
+        assert!(is_hnsw(&index.plan(&everyone).strategy));
+    }
+
     /// Quantised vectors rank near-ties differently from the f32 oracle: a lower floor.
     #[test]
     fn quantised_graphs_keep_most_of_the_recall() {
