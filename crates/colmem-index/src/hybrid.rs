@@ -663,7 +663,12 @@ impl HybridIndex {
     /// the walks of partition graphs with the remainder scanned when their
     /// estimated cost is below both the exact scan's and the main walk's; else
     /// an exact scan of a small set and a walk of the main graph otherwise.
-    fn plan_for(&self, state: &State, admitted: &RoaringTreemap) -> (Plan, Option<Cover>) {
+    fn plan_for(
+        &self,
+        state: &State,
+        filter: &ReadFilter,
+        admitted: &RoaringTreemap,
+    ) -> (Plan, Option<Cover>) {
         let planner = &self.config.planner;
         let count = admitted.len();
         let total = state.postings.len();
@@ -680,10 +685,17 @@ impl HybridIndex {
         }
         let share = count as f64 / total.max(1) as f64;
         let walk = self.walk_cost(share);
-        let cover = state
-            .partitions
-            .cover(admitted, |share| self.walk_cost(share))
-            .filter(|cover| cover.cost < walk.min(count as f64));
+        let reachable = |key: PartKey| match key {
+            PartKey::Global => true,
+            PartKey::Group(group) => filter.groups().contains(group),
+            PartKey::User(user) => user == filter.user(),
+        };
+        let cover = state.partitions.cover(
+            admitted,
+            reachable,
+            |share| self.walk_cost(share),
+            walk.min(count as f64),
+        );
         if let Some(cover) = cover {
             let least = cover.parts.iter().map(|p| p.share).fold(1.0, f64::min);
             let strategy = Strategy::Partitioned {
@@ -713,7 +725,7 @@ impl HybridIndex {
     pub fn plan_in(&self, filter: &ReadFilter, granularities: &[Granularity]) -> Plan {
         let state = self.read();
         let admitted = state.admitted_in(filter, granularities);
-        self.plan_for(&state, &admitted).0
+        self.plan_for(&state, filter, &admitted).0
     }
 
     /// The number of partition graphs (scopes large enough to have their own).
@@ -758,7 +770,7 @@ impl HybridIndex {
         let (admitted, plan, cover) = {
             let state = self.read();
             let admitted = state.admitted_in(filter, query.granularities);
-            let (plan, cover) = self.plan_for(&state, &admitted);
+            let (plan, cover) = self.plan_for(&state, filter, &admitted);
             (admitted, plan, cover)
         };
         let (count, total) = (plan.admitted, plan.total);

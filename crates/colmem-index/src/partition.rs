@@ -86,8 +86,6 @@ pub(crate) struct Cover {
     pub(crate) parts: Vec<Part>,
     /// The admitted fragments outside those graphs: scanned exactly.
     pub(crate) rest: RoaringTreemap,
-    /// The estimated cost, in rows scanned.
-    pub(crate) cost: f64,
 }
 
 /// Which partition holds each vector, and the graphs of the large partitions.
@@ -203,16 +201,23 @@ impl Partitions {
     /// How `admitted` splits over the graphs: a graph is walked when walking it
     /// (`walk_cost` of the share of it the filter admits, in rows scanned) costs
     /// less than scanning the admitted fragments it holds; what no chosen graph
-    /// holds is scanned exactly. `None` when no graph is worth walking.
+    /// holds is scanned exactly. Only the partitions `reachable` says the filter
+    /// can admit are looked at. `None` when no graph is worth walking or the
+    /// cover would cost `budget` rows or more.
     pub(crate) fn cover(
         &self,
         admitted: &RoaringTreemap,
+        reachable: impl Fn(PartKey) -> bool,
         walk_cost: impl Fn(f64) -> f64,
+        budget: f64,
     ) -> Option<Cover> {
-        let mut parts = Vec::new();
-        let mut rest = admitted.clone();
-        let mut cost = 0.0;
+        let mut chosen = Vec::new();
+        let mut walks = 0.0;
+        let mut inside_total = 0u64;
         for (key, graph) in &self.graphs {
+            if !reachable(*key) {
+                continue;
+            }
             let Some(members) = self.members.get(key) else {
                 continue;
             };
@@ -224,19 +229,32 @@ impl Partitions {
             let share = inside as f64 / size as f64;
             let walk = walk_cost(share);
             if walk < inside as f64 {
-                rest -= members;
-                cost += walk;
-                parts.push(Part {
-                    graph: graph.clone(),
-                    share,
-                });
+                walks += walk;
+                if walks >= budget {
+                    return None;
+                }
+                inside_total += inside;
+                chosen.push((
+                    members,
+                    Part {
+                        graph: graph.clone(),
+                        share,
+                    },
+                ));
             }
         }
-        (!parts.is_empty()).then(|| Cover {
-            cost: cost + rest.len() as f64,
-            parts,
-            rest,
-        })
+        // Partitions are disjoint: what the chosen ones do not hold is the remainder.
+        let cost = walks + admitted.len().saturating_sub(inside_total) as f64;
+        if chosen.is_empty() || cost >= budget {
+            return None;
+        }
+        let mut rest = admitted.clone();
+        let mut parts = Vec::with_capacity(chosen.len());
+        for (members, part) in chosen {
+            rest -= members;
+            parts.push(part);
+        }
+        Some(Cover { parts, rest })
     }
 
     /// Writes every graph under `dir` (created here).

@@ -472,3 +472,47 @@ fn a_snapshot_of_an_older_format_is_rebuilt() {
     assert!(report.rebuild_reason.unwrap().contains("format"));
     assert_eq!(index.admitted_in(&filter(), &[Granularity::Fact]).len(), 3);
 }
+
+/// Partition graphs are saved with the snapshot and restored; a damaged one
+/// makes the index rebuild, graphs included.
+#[cfg(feature = "usearch")]
+#[test]
+fn partition_graphs_survive_a_reopen_and_a_damaged_one_is_rebuilt() {
+    fn make() -> Backends {
+        let config = colmem_index::HnswConfig {
+            partition_min: Some(10),
+            ..colmem_index::HnswConfig::default()
+        };
+        (
+            Arc::new(colmem_index::HnswIndex::new(DIM, config).unwrap()),
+            None,
+        )
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let feed = feed_with(200, "emb-1");
+    let (index, _) = open(dir.path(), make, Some("emb-1"), &feed);
+    assert_eq!(
+        index.partition_graphs(),
+        1,
+        "the reader's own scope has a graph"
+    );
+    drop(index);
+    let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+    assert!(report.restored, "{:?}", report.rebuild_reason);
+    assert_eq!(index.partition_graphs(), 1);
+    drop(index);
+    let graph = dir
+        .path()
+        .join("current")
+        .join("partitions")
+        .join("0")
+        .join("hnsw.usearch");
+    let mut bytes = std::fs::read(&graph).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&graph, bytes).unwrap();
+    let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+    assert!(!report.restored);
+    assert_eq!(index.partition_graphs(), 1);
+    assert_eq!(index.len(), 200);
+}

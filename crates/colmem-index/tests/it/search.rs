@@ -364,6 +364,9 @@ mod hnsw {
                 DIM,
                 HnswConfig {
                     partition_min: Some(min),
+                    // The few candidates of `planned_small_walks` would cost the
+                    // main walk recall; the index-wide beam keeps it.
+                    expansion_search: 256,
                     ..HnswConfig::default()
                 },
             )
