@@ -20,8 +20,8 @@ use colmem_core::{
     ReadFilter, Scope, StoredFragment, SystemClock, Timestamp, UserId, Validity,
 };
 use rusqlite::{
-    CachedStatement, Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
-    params, params_from_iter,
+    Connection, OpenFlags, OptionalExtension, ToSql, Transaction, TransactionBehavior, params,
+    params_from_iter,
 };
 
 use crate::audit::{AuditStatus, ChainCheck};
@@ -103,6 +103,8 @@ pub struct SqliteStore {
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
     jitter: RandomState,
+    /// Committed access classes, taken while holding `writer` (see [`Inserter`]).
+    classes: Mutex<HashMap<ClassKey, i64>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -172,6 +174,7 @@ impl SqliteStore {
             location,
             config,
             jitter: RandomState::new(),
+            classes: Mutex::new(HashMap::new()),
         };
         let found = store.retry(|| schema::version(&lock(&store.writer)))?;
         if found > SCHEMA_VERSION {
@@ -400,7 +403,8 @@ impl SqliteStore {
             self.check_len("idempotency key", key.len())?;
         }
         let digest = key.map(|_| batch_digest(user, agent, items, &cards));
-        self.write_tx(|tx, now| {
+        let mut found = HashMap::new();
+        let receipt = self.write_tx(|tx, now| {
             if let Some(key) = key {
                 let seen: Option<(Vec<u8>, String)> = tx
                     .prepare_cached("SELECT digest, ids FROM idempotency WHERE key = ?1")?
@@ -419,15 +423,13 @@ impl SqliteStore {
                     });
                 }
             }
-            let mut ids = Vec::with_capacity(items.len());
+            let fragments: Vec<&NewFragment> = items.iter().map(|(f, _)| *f).collect();
+            let ids = self.insert_fragments(tx, &fragments, &mut found)?;
             let mut audited = Vec::with_capacity(items.len());
-            let mut inserter = Inserter::new(tx)?;
-            for ((fragment, fields), text) in items.iter().zip(&cards) {
-                let id = inserter.insert(fragment)?;
+            for ((&id, (fragment, fields)), text) in ids.iter().zip(items).zip(&cards) {
                 if let (Some(fields), Some(text)) = (fields, text) {
                     insert_card(tx, id, fields, text)?;
                 }
-                ids.push(id);
                 audited.push((id, Digest::of_text(&fragment.content)));
             }
             append_audit_tx(
@@ -450,7 +452,37 @@ impl SqliteStore {
                 ids,
                 replayed: false,
             })
-        })
+        })?;
+        self.remember_classes(found);
+        Ok(receipt)
+    }
+
+    /// Inserts `fragments` in `tx` (see [`Inserter::insert_all`]); the access
+    /// classes it had to look up land in `found`, for [`Self::remember_classes`]
+    /// once `tx` has committed.
+    fn insert_fragments(
+        &self,
+        tx: &Transaction<'_>,
+        fragments: &[&NewFragment],
+        found: &mut HashMap<ClassKey, i64>,
+    ) -> Result<Vec<FragmentId>> {
+        let known = lock(&self.classes);
+        let mut inserter = Inserter::new(tx, &known);
+        let ids = inserter.insert_all(fragments)?;
+        *found = inserter.found;
+        Ok(ids)
+    }
+
+    /// Adds the access classes a committed transaction looked up to the cache.
+    fn remember_classes(&self, found: HashMap<ClassKey, i64>) {
+        if found.is_empty() {
+            return;
+        }
+        let mut known = lock(&self.classes);
+        if known.len() + found.len() > CLASS_CACHE_LIMIT {
+            known.clear();
+        }
+        known.extend(found);
     }
 }
 
@@ -519,12 +551,15 @@ fn open_connection(location: &Location, config: &StoreConfig) -> Result<Connecti
         _ => Error::from(e),
     };
     conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
-    conn.set_prepared_statement_cache_capacity(64);
+    conn.set_prepared_statement_cache_capacity(128);
     // 16 MiB of page cache per connection (negative = KiB): the index pages a
     // batch touches stay in memory (much larger caches cost more per commit).
     conn.pragma_update(None, "cache_size", -16_384)?;
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(not_a_database)?;
+    // Statement journals (a multi-row INSERT keeps one while it may still
+    // abort) and the temporary b-trees of sorts stay in memory, never in a file.
+    conn.pragma_update(None, "temp_store", "memory")?;
     conn.pragma_update(None, "secure_delete", true)
         .map_err(not_a_database)?;
     if let (Location::File(_), Mode::ReadWrite) = (location, config.mode) {
@@ -560,16 +595,20 @@ fn open_connection(location: &Location, config: &StoreConfig) -> Result<Connecti
 }
 
 /// A digest of everything a write would store, to recognise a replay.
+///
+/// The length-prefixed fields are gathered into one buffer and hashed at once
+/// (the same digest as hashing them one by one, at a fraction of the cost for
+/// many short fields).
 fn batch_digest(
     user: UserId,
     agent: AgentId,
     items: &[(&NewFragment, Option<&CardFields>)],
     cards: &[Option<String>],
 ) -> Digest {
-    let mut h = blake3::Hasher::new();
+    let mut buffer = Vec::with_capacity(256 * items.len() + 64);
     let mut field = |bytes: &[u8]| {
-        h.update(&(bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
+        buffer.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        buffer.extend_from_slice(bytes);
     };
     field(user.as_str().as_bytes());
     field(agent.as_str().as_bytes());
@@ -603,76 +642,118 @@ fn batch_digest(
         }
         field(card.as_deref().unwrap_or("").as_bytes());
     }
-    Digest(*h.finalize().as_bytes())
+    Digest(*blake3::hash(&buffer).as_bytes())
+}
+
+/// Rows per multi-row INSERT, largest first. A batch is split greedily, so a
+/// few statement shapes per table (each prepared once per connection) serve
+/// every batch size, and a batch of 100 takes four statements per table
+/// instead of a hundred.
+const ROWS_PER_INSERT: [usize; 4] = [64, 16, 4, 1];
+
+/// A plain insert: a failed constraint aborts the statement, and SQLite keeps a
+/// statement journal to undo the rows a multi-row insert had already written.
+const INSERT: &str = "INSERT";
+
+/// For tables no foreign key constrains from this side: a failed constraint
+/// rolls the whole transaction back — what the store does on any error anyway —
+/// so SQLite keeps no statement journal for the key index pages it rewrites.
+const INSERT_OR_ROLLBACK: &str = "INSERT OR ROLLBACK";
+
+/// Inserts `rows` into `into` (a table and its column list) with multi-row
+/// `{verb} INTO … VALUES (…), (…) {tail}` statements.
+fn insert_rows<const W: usize>(
+    tx: &Transaction<'_>,
+    verb: &str,
+    into: &str,
+    tail: &str,
+    rows: &[[&dyn ToSql; W]],
+) -> Result<()> {
+    let mut rest = rows;
+    while !rest.is_empty() {
+        let take = ROWS_PER_INSERT
+            .into_iter()
+            .find(|&n| n <= rest.len())
+            .unwrap_or(1);
+        let (now, later) = rest.split_at(take);
+        let mut sql =
+            String::with_capacity(verb.len() + into.len() + tail.len() + 16 + take * (2 * W + 2));
+        sql.push_str(verb);
+        sql.push_str(" INTO ");
+        sql.push_str(into);
+        sql.push_str(" VALUES ");
+        for row in 0..take {
+            if row > 0 {
+                sql.push(',');
+            }
+            sql.push('(');
+            for column in 0..W {
+                if column > 0 {
+                    sql.push(',');
+                }
+                sql.push('?');
+            }
+            sql.push(')');
+        }
+        sql.push_str(tail);
+        tx.prepare_cached(&sql)?
+            .execute(params_from_iter(now.as_flattened()))?;
+        rest = later;
+    }
+    Ok(())
 }
 
 /// What makes a fragment's access class: scope, group, owner (for user and
-/// agent scope) and the sorted agents and resources as JSON arrays.
+/// agent scope) and the agents and resources, sorted by name.
 type ClassKey = (
     &'static str,
     Option<&'static str>,
     Option<&'static str>,
-    String,
-    String,
+    Vec<&'static str>,
+    Vec<&'static str>,
 );
 
-/// The statements that insert a fragment, prepared once per transaction, and
-/// the access classes this transaction has already looked up.
-struct Inserter<'t> {
-    tx: &'t Transaction<'t>,
-    class_find: CachedStatement<'t>,
-    class_add: CachedStatement<'t>,
-    classes: HashMap<ClassKey, i64>,
-    count: CachedStatement<'t>,
-    fragment: CachedStatement<'t>,
-    agent: CachedStatement<'t>,
-    resource: CachedStatement<'t>,
-    source: CachedStatement<'t>,
-    parent: CachedStatement<'t>,
-    embedding: CachedStatement<'t>,
-    change: CachedStatement<'t>,
+/// Access class ids the store's writer has seen committed. Classes are never
+/// changed or removed once written, so the cache never goes stale; it only
+/// saves looking a class up again, and it is emptied past this many entries.
+const CLASS_CACHE_LIMIT: usize = 65_536;
+
+/// The column values of one fragment that are computed rather than borrowed.
+struct Encoded {
+    id: i64,
+    class: i64,
+    granularity: &'static str,
+    kind: &'static str,
+    user: &'static str,
+    agents: Vec<&'static str>,
+    resources: Vec<&'static str>,
+    parents: Vec<(i64, i64)>,
+    scope: &'static str,
+    group: Option<&'static str>,
+    valid_from: i64,
+    valid_until: Option<i64>,
+    keywords: String,
+    created_at: i64,
+    turns: Option<String>,
+    embedding: Option<(i64, Vec<u8>)>,
 }
 
-impl<'t> Inserter<'t> {
-    fn new(tx: &'t Transaction<'t>) -> Result<Self> {
-        Ok(Inserter {
+/// Inserts fragments a batch at a time. Access classes come from the store's
+/// cache of committed ones, or are looked up (and created) here; those are
+/// kept in `found`, for the cache once the transaction commits.
+struct Inserter<'t, 'k> {
+    tx: &'t Transaction<'t>,
+    known: &'k HashMap<ClassKey, i64>,
+    found: HashMap<ClassKey, i64>,
+}
+
+impl<'t, 'k> Inserter<'t, 'k> {
+    fn new(tx: &'t Transaction<'t>, known: &'k HashMap<ClassKey, i64>) -> Self {
+        Inserter {
             tx,
-            class_find: tx.prepare_cached(
-                "SELECT id FROM access_classes \
-                 WHERE signature = json_array(?1, ?2, ?3, json(?4), json(?5))",
-            )?,
-            class_add: tx.prepare_cached(
-                "INSERT INTO access_classes (signature, scope, scope_group, owner, agents, resources) \
-                 VALUES (json_array(?1, ?2, ?3, json(?4), json(?5)), ?1, ?2, ?3, json(?4), json(?5)) \
-                 RETURNING id",
-            )?,
-            classes: HashMap::new(),
-            count: tx.prepare_cached(
-                "INSERT INTO class_counts (class, live, newest) VALUES (?1, 1, ?2) \
-                 ON CONFLICT (class) DO UPDATE \
-                 SET live = live + 1, newest = max(newest, excluded.newest)",
-            )?,
-            fragment: tx.prepare_cached(
-                "INSERT INTO fragments (key, content, granularity, kind, scope, scope_group, \
-                 valid_from, valid_until, keywords, user, created_at, class) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )?,
-            agent: tx
-                .prepare_cached("INSERT INTO fragment_agents (fragment, agent) VALUES (?1, ?2)")?,
-            resource: tx.prepare_cached(
-                "INSERT INTO fragment_resources (fragment, resource) VALUES (?1, ?2)",
-            )?,
-            source: tx.prepare_cached(
-                "INSERT INTO fragment_sources (fragment, session, turns) VALUES (?1, ?2, ?3)",
-            )?,
-            parent: tx.prepare_cached(
-                "INSERT INTO fragment_parents (fragment, position, parent) VALUES (?1, ?2, ?3)",
-            )?,
-            embedding: tx.prepare_cached(
-                "INSERT INTO embeddings (fragment, embedder, dim, vector) VALUES (?1, ?2, ?3, ?4)",
-            )?,
-            change: tx.prepare_cached("INSERT INTO changes (fragment, op) VALUES (?1, ?2)")?,
-        })
+            known,
+            found: HashMap::new(),
+        }
     }
 
     /// The id of `f`'s access class, created on first use.
@@ -680,76 +761,214 @@ impl<'t> Inserter<'t> {
         let (scope, group) = codec::scope_columns(f.scope);
         let owner =
             matches!(f.scope, Scope::User | Scope::Agent).then(|| f.provenance.user.as_str());
-        let mut agents: Vec<&str> = f.provenance.agents.iter().map(|a| a.as_str()).collect();
+        let mut agents: Vec<&'static str> =
+            f.provenance.agents.iter().map(|a| a.as_str()).collect();
         agents.sort_unstable();
-        let mut resources: Vec<&str> = f.provenance.resources.iter().map(|r| r.as_str()).collect();
+        let mut resources: Vec<&'static str> =
+            f.provenance.resources.iter().map(|r| r.as_str()).collect();
         resources.sort_unstable();
-        let key: ClassKey = (scope, group, owner, json(&agents)?, json(&resources)?);
-        if let Some(&id) = self.classes.get(&key) {
+        let key: ClassKey = (scope, group, owner, agents, resources);
+        if let Some(&id) = self.known.get(&key).or_else(|| self.found.get(&key)) {
             return Ok(id);
         }
-        let values = params![key.0, key.1, key.2, key.3, key.4];
+        let (agents, resources) = (json(&key.3)?, json(&key.4)?);
+        let values = params![key.0, key.1, key.2, agents, resources];
         let found: Option<i64> = self
-            .class_find
+            .tx
+            .prepare_cached(
+                "SELECT id FROM access_classes \
+                 WHERE signature = json_array(?1, ?2, ?3, json(?4), json(?5))",
+            )?
             .query_row(values, |row| row.get(0))
             .optional()?;
         let id = match found {
             Some(id) => id,
-            None => self.class_add.query_row(values, |row| row.get(0))?,
+            None => self
+                .tx
+                .prepare_cached(
+                    "INSERT INTO access_classes (signature, scope, scope_group, owner, agents, resources) \
+                     VALUES (json_array(?1, ?2, ?3, json(?4), json(?5)), ?1, ?2, ?3, json(?4), json(?5)) \
+                     RETURNING id",
+                )?
+                .query_row(values, |row| row.get(0))?,
         };
-        self.classes.insert(key, id);
+        self.found.insert(key, id);
         Ok(id)
     }
 
-    /// Inserts `f` with its provenance, embedding and `Put` change, and counts
-    /// it in its class; returns its id.
-    fn insert(&mut self, f: &NewFragment) -> Result<FragmentId> {
-        let class = self.class(f)?;
-        let (scope, group) = codec::scope_columns(f.scope);
-        // No RETURNING: it would make the insert keep a statement journal.
-        self.fragment.execute(params![
-            f.key,
-            f.content,
-            f.granularity.as_str(),
-            f.kind.as_str(),
-            scope,
-            group,
-            ts(f.validity.from()),
-            f.validity.until().map(ts),
-            json(&f.keywords)?,
-            f.provenance.user.as_str(),
-            ts(f.provenance.created_at),
-            class,
-        ])?;
-        let raw = self.tx.last_insert_rowid();
-        let id = fragment_id(raw)?;
-        self.count
-            .execute(params![class, ts(f.provenance.created_at)])?;
-        for agent in &f.provenance.agents {
-            self.agent.execute(params![raw, agent.as_str()])?;
+    /// Inserts `fragments` with their provenance, embeddings and `Put`
+    /// changes, counts them in their classes, and returns their ids in order.
+    ///
+    /// The ids are assigned here, after the largest ever used (the
+    /// `AUTOINCREMENT` sequence, which the inserts move on), so that each table
+    /// takes the whole batch in a few multi-row statements. The transaction is
+    /// `BEGIN IMMEDIATE`, so no other writer can take them meanwhile.
+    fn insert_all(&mut self, fragments: &[&NewFragment]) -> Result<Vec<FragmentId>> {
+        let last: i64 = self
+            .tx
+            .prepare_cached(
+                "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'fragments'), 0), \
+                            coalesce((SELECT max(id) FROM fragments), 0))",
+            )?
+            .query_row([], |row| row.get(0))?;
+        let mut encoded = Vec::with_capacity(fragments.len());
+        for (offset, f) in (1..).zip(fragments) {
+            let (scope, group) = codec::scope_columns(f.scope);
+            let source = &f.provenance.source;
+            encoded.push(Encoded {
+                id: last
+                    .checked_add(offset)
+                    .ok_or_else(|| Error::corrupt("fragment ids are exhausted"))?,
+                class: self.class(f)?,
+                granularity: f.granularity.as_str(),
+                kind: f.kind.as_str(),
+                user: f.provenance.user.as_str(),
+                agents: f.provenance.agents.iter().map(|a| a.as_str()).collect(),
+                resources: f.provenance.resources.iter().map(|r| r.as_str()).collect(),
+                parents: (0..)
+                    .zip(&source.parents)
+                    .map(|(position, parent)| Ok((position, id_param(*parent)?)))
+                    .collect::<Result<_>>()?,
+                scope,
+                group,
+                valid_from: ts(f.validity.from()),
+                valid_until: f.validity.until().map(ts),
+                keywords: json(&f.keywords)?,
+                created_at: ts(f.provenance.created_at),
+                turns: if source.session.is_some() || !source.turns.is_empty() {
+                    Some(json(&source.turns)?)
+                } else {
+                    None
+                },
+                embedding: f
+                    .embedding
+                    .as_ref()
+                    .map(|e| (e.vector.len() as i64, codec::vector_blob(&e.vector))),
+            });
         }
-        for resource in &f.provenance.resources {
-            self.resource.execute(params![raw, resource.as_str()])?;
+        // No RETURNING and no insert triggers: either would make every insert
+        // keep a statement journal.
+        let rows: Vec<[&dyn ToSql; 13]> = fragments
+            .iter()
+            .zip(&encoded)
+            .map(|(f, e)| -> [&dyn ToSql; 13] {
+                [
+                    &e.id,
+                    &f.key,
+                    &f.content,
+                    &e.granularity,
+                    &e.kind,
+                    &e.scope,
+                    &e.group,
+                    &e.valid_from,
+                    &e.valid_until,
+                    &e.keywords,
+                    &e.user,
+                    &e.created_at,
+                    &e.class,
+                ]
+            })
+            .collect();
+        insert_rows(
+            self.tx,
+            INSERT_OR_ROLLBACK,
+            "fragments (id, key, content, granularity, kind, scope, scope_group, \
+             valid_from, valid_until, keywords, user, created_at, class)",
+            "",
+            &rows,
+        )?;
+        let mut counts: Vec<(i64, i64, i64)> = Vec::new();
+        for e in &encoded {
+            match counts.iter_mut().find(|(class, _, _)| *class == e.class) {
+                Some((_, live, newest)) => {
+                    *live += 1;
+                    *newest = (*newest).max(e.created_at);
+                }
+                None => counts.push((e.class, 1, e.created_at)),
+            }
         }
-        let source = &f.provenance.source;
-        if source.session.is_some() || !source.turns.is_empty() {
-            self.source
-                .execute(params![raw, source.session, json(&source.turns)?])?;
+        let rows: Vec<[&dyn ToSql; 3]> = counts
+            .iter()
+            .map(|(class, live, newest)| -> [&dyn ToSql; 3] { [class, live, newest] })
+            .collect();
+        insert_rows(
+            self.tx,
+            INSERT,
+            "class_counts (class, live, newest)",
+            " ON CONFLICT (class) DO UPDATE \
+             SET live = live + excluded.live, newest = max(newest, excluded.newest)",
+            &rows,
+        )?;
+        let mut agents: Vec<[&dyn ToSql; 2]> = Vec::new();
+        let mut resources: Vec<[&dyn ToSql; 2]> = Vec::new();
+        let mut sources: Vec<[&dyn ToSql; 3]> = Vec::new();
+        let mut parents: Vec<[&dyn ToSql; 3]> = Vec::new();
+        let mut embeddings: Vec<[&dyn ToSql; 4]> = Vec::new();
+        for (f, e) in fragments.iter().zip(&encoded) {
+            for agent in &e.agents {
+                agents.push([&e.id, agent]);
+            }
+            for resource in &e.resources {
+                resources.push([&e.id, resource]);
+            }
+            if let Some(turns) = &e.turns {
+                sources.push([&e.id, &f.provenance.source.session, turns]);
+            }
+            for (position, parent) in &e.parents {
+                parents.push([&e.id, position, parent]);
+            }
+            if let (Some(embedding), Some((dim, blob))) = (&f.embedding, &e.embedding) {
+                embeddings.push([&e.id, &embedding.embedder, dim, blob]);
+            }
         }
-        for (position, parent) in source.parents.iter().enumerate() {
-            self.parent
-                .execute(params![raw, position as i64, id_param(*parent)?])?;
-        }
-        if let Some(e) = &f.embedding {
-            self.embedding.execute(params![
-                raw,
-                e.embedder,
-                e.vector.len() as i64,
-                codec::vector_blob(&e.vector)
-            ])?;
-        }
-        self.change.execute(params![raw, op_str(ChangeOp::Put)])?;
-        Ok(id)
+        insert_rows(
+            self.tx,
+            INSERT,
+            "fragment_agents (fragment, agent)",
+            "",
+            &agents,
+        )?;
+        insert_rows(
+            self.tx,
+            INSERT,
+            "fragment_resources (fragment, resource)",
+            "",
+            &resources,
+        )?;
+        insert_rows(
+            self.tx,
+            INSERT,
+            "fragment_sources (fragment, session, turns)",
+            "",
+            &sources,
+        )?;
+        insert_rows(
+            self.tx,
+            INSERT,
+            "fragment_parents (fragment, position, parent)",
+            "",
+            &parents,
+        )?;
+        insert_rows(
+            self.tx,
+            INSERT,
+            "embeddings (fragment, embedder, dim, vector)",
+            "",
+            &embeddings,
+        )?;
+        let put = op_str(ChangeOp::Put);
+        let changes: Vec<[&dyn ToSql; 2]> = encoded
+            .iter()
+            .map(|e| -> [&dyn ToSql; 2] { [&e.id, &put] })
+            .collect();
+        insert_rows(
+            self.tx,
+            INSERT_OR_ROLLBACK,
+            "changes (fragment, op)",
+            "",
+            &changes,
+        )?;
+        encoded.iter().map(|e| fragment_id(e.id)).collect()
     }
 }
 
@@ -962,7 +1181,8 @@ impl FragmentStore for SqliteStore {
             ));
         }
         self.check_fragment(&request.new)?;
-        self.write_tx(|tx, now| {
+        let mut found = HashMap::new();
+        let new_id = self.write_tx(|tx, now| {
             let (from, until, superseded, deleted) = fragment_state(tx, request.old)?;
             if deleted.is_some() {
                 return Err(Error::NotCurrent {
@@ -986,7 +1206,11 @@ impl FragmentStore for SqliteStore {
             let closed = old_validity
                 .closed_at(request.new.validity.from())
                 .unwrap_or(old_validity);
-            let new_id = Inserter::new(tx)?.insert(&request.new)?;
+            let new_id = self
+                .insert_fragments(tx, &[&request.new], &mut found)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::corrupt("an insert returned no id"))?;
             tx.prepare_cached(
                 "UPDATE fragments SET valid_until = ?1, superseded_at = ?2, superseded_by = ?3 \
                  WHERE id = ?4",
@@ -1018,7 +1242,9 @@ impl FragmentStore for SqliteStore {
                 },
             )?;
             Ok(new_id)
-        })
+        })?;
+        self.remember_classes(found);
+        Ok(new_id)
     }
 
     fn supersede_by(&self, request: &SupersedeBy) -> Result<()> {
