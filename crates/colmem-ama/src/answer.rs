@@ -11,6 +11,7 @@ use colmem_core::{Fragment, FragmentId, Granularity};
 use serde::{Deserialize, Serialize};
 
 use crate::change::{announces_change, attributes};
+use crate::constructor::episode_parts;
 use crate::error::Result;
 use crate::judge::stem;
 use crate::text::{content_words, sentences};
@@ -143,7 +144,11 @@ fn clauses(text: &str) -> Vec<(String, String)> {
     sentences(text)
         .into_iter()
         .flat_map(|s| {
-            s.split([';', ',', ':'])
+            // Punctuation splits where a space follows: "9:30" and "68,000" stay whole.
+            s.split("; ")
+                .flat_map(|c| c.split(", "))
+                .flat_map(|c| c.split(": "))
+                .map(|c| c.trim_end_matches([';', ',', ':']))
                 .flat_map(|c| c.split(" but "))
                 .flat_map(|c| c.split(" and "))
                 .flat_map(|c| c.split(" rather than "))
@@ -215,18 +220,40 @@ fn old_values(evidence: &[&Fragment], replaced: &[&Fragment]) -> Vec<String> {
     old
 }
 
-/// The people of the evidence: the speakers of its raw turns and the persons of its
-/// subject keys.
+/// `value` (lowercase, as [`named`] gives it) as `text` writes it.
+fn original_case(text: &str, value: &str) -> String {
+    let lower = text.to_lowercase();
+    // Lowercasing keeps the byte length of the text's ASCII and of most letters; where it
+    // does not, the lowercase value is the answer.
+    lower
+        .find(value)
+        .filter(|_| lower.len() == text.len())
+        .and_then(|i| text.get(i..i + value.len()))
+        .map_or_else(|| value.to_owned(), str::to_owned)
+}
+
+/// The people of the evidence: the speakers of its raw turns and episodes and the
+/// persons of its subject keys.
 fn speakers(evidence: &[&Fragment]) -> Vec<String> {
     let mut names: Vec<String> = evidence
         .iter()
-        .filter_map(|f| match f.granularity {
-            Granularity::RawTurn => f.content.split_once(": ").map(|(s, _)| s.to_lowercase()),
+        .flat_map(|f| match f.granularity {
+            Granularity::RawTurn => f
+                .content
+                .split_once(": ")
+                .map(|(s, _)| s.to_lowercase())
+                .into_iter()
+                .collect::<Vec<_>>(),
+            Granularity::Episode => episode_parts(&f.content)
+                .map(|(speakers, _)| speakers.iter().map(|s| s.to_lowercase()).collect())
+                .unwrap_or_default(),
             _ => f
                 .key
                 .as_deref()
                 .and_then(|k| k.split('/').next())
-                .map(str::to_owned),
+                .map(str::to_owned)
+                .into_iter()
+                .collect(),
         })
         .collect();
     names.sort();
@@ -267,19 +294,34 @@ impl Answerer for EvidenceSpan {
         replaced: &[&Fragment],
     ) -> Result<Answer> {
         let old = old_values(evidence, replaced);
+        let names = speakers(evidence);
         let mut clauses_of: Vec<(usize, &Fragment, String, String)> = Vec::new();
         for (rank, fragment) in evidence.iter().take(READ_TOP).enumerate() {
             // A raw turn is "Speaker: text"; answer from the text.
+            // A raw turn is "Speaker: text", an episode "On …, A and B talked about …. body".
             let text = match fragment.granularity {
                 Granularity::RawTurn => fragment
                     .content
                     .split_once(": ")
                     .map_or(fragment.content.as_str(), |(_, t)| t),
+                Granularity::Episode => episode_parts(&fragment.content)
+                    .map_or(fragment.content.as_str(), |(_, body)| body),
                 _ => fragment.content.as_str(),
             };
             for (clause, sentence) in clauses(text) {
                 if !old.iter().any(|v| mentions(&clause, v)) {
                     clauses_of.push((rank, fragment, clause, sentence));
+                    continue;
+                }
+                // "… traded Chicago for Minneapolis": the clause answers with its values
+                // that are not the old state, if it has any.
+                let fresh: Vec<String> = named(&clause, &names)
+                    .into_iter()
+                    .filter(|v| !old.contains(v))
+                    .map(|v| original_case(&clause, &v))
+                    .collect();
+                if !fresh.is_empty() {
+                    clauses_of.push((rank, fragment, fresh.join(", "), sentence));
                 }
             }
         }
@@ -297,7 +339,6 @@ impl Answerer for EvidenceSpan {
             })
             .collect();
         let asked = attributes(question).first().copied();
-        let names = speakers(evidence);
         let mut candidates: Vec<Candidate> = Vec::new();
         for (rank, fragment, clause, sentence) in clauses_of {
             let support = support(&weighted, asked, &clause)

@@ -515,6 +515,12 @@ const CORRECTION_CUES: &[&str] = &[
     "let me fix",
     "to be precise",
     "to clarify",
+    "wrong",
+    "wrongly",
+    "mistaken",
+    "mistakenly",
+    "incorrect",
+    "incorrectly",
 ];
 
 /// The attributes a text is about, by the lexicon, most strongly signalled first.
@@ -694,7 +700,11 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
             let of_a_record = words(rest)
                 .iter()
                 .any(|w| RECORD_WORDS.contains(&w.as_str()));
-            if !reported && (!loose || of_a_record) {
+            // "Scratch that, it's United" corrects what follows; "scratch what I said
+            // about my salary" forgets.
+            let correcting =
+                verb.as_str() == "scratch" && matches!(rest.trim(), "" | "that" | "this" | "it");
+            if !reported && !correcting && (!loose || of_a_record) {
                 found = Some((before.to_owned(), rest.to_owned()));
                 break;
             }
@@ -911,6 +921,7 @@ mod tests {
             "I'll never forget that trip.",
             "I always lose my keys.",
             "You can lose weight by walking.",
+            "Scratch that, I looked at the confirmation: it's United, not Delta.",
         ] {
             assert_eq!(forget_instruction(text), None, "{text}");
         }

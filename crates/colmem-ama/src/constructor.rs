@@ -406,6 +406,15 @@ fn relation(sentence: &str, speaker: &str) -> Option<&'static str> {
         .and_then(|next| RELATIONS.iter().find(|r| **r == next.as_str()).copied())
 }
 
+/// An episode summary's speakers and body, apart from its header ("On 3 May 2023, Dana
+/// and Assistant talked about rent, lease. …"); `None` for text without that header.
+pub fn episode_parts(content: &str) -> Option<(Vec<&str>, &str)> {
+    let (head, rest) = content.split_once(" talked about ")?;
+    let speakers = head.rsplit_once(", ").map_or(head, |(_, s)| s);
+    let body = rest.split_once(". ").map_or("", |(_, b)| b);
+    Some((speakers.split(" and ").collect(), body))
+}
+
 /// The key shared by facts about one attribute of one person, e.g. `dana/home`.
 pub fn subject_key(person: &str, attribute: &str) -> String {
     format!("{}/{attribute}", person.to_lowercase())

@@ -12,7 +12,7 @@
 //! - a capitalised first word of a sentence only when it is not a common word ("Catan
 //!   has been dethroned" names Catan; "Another Monday …" does not name "Another");
 //! - a lowercase word that names an item of the attribute lexicon (`espresso`, `ramen`,
-//!   `yoga`), never one that names the attribute itself (`food`, `drink`).
+//!   `yoga`), never one that names the attribute itself (`food`, `drink`), or a colour.
 //!
 //! Values are lowercase; [`mentions`] matches them on word boundaries.
 
@@ -316,12 +316,19 @@ fn is_year(core: &str) -> bool {
         && (core.starts_with("19") || core.starts_with("20"))
 }
 
+/// Colours: the value of a car's, a wall's or a bike's colour.
+const COLOURS: &[&str] = &[
+    "red", "blue", "green", "silver", "black", "white", "grey", "gray", "yellow", "orange",
+    "purple", "pink", "brown", "gold", "beige", "navy", "teal", "maroon",
+];
+
 fn is_item(core: &str) -> bool {
-    !GENERIC.contains(&core)
-        && crate::change::ATTRIBUTES
-            .iter()
-            .filter(|(name, _)| ITEM_ATTRIBUTES.contains(name))
-            .any(|(_, lexicon)| lexicon.contains(&core))
+    COLOURS.contains(&core)
+        || !GENERIC.contains(&core)
+            && crate::change::ATTRIBUTES
+                .iter()
+                .filter(|(name, _)| ITEM_ATTRIBUTES.contains(name))
+                .any(|(_, lexicon)| lexicon.contains(&core))
 }
 
 /// The values `text` names, in order, without duplicates. `names` are people's names
