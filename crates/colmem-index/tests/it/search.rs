@@ -327,6 +327,10 @@ mod hnsw {
                 DIM,
                 HnswConfig {
                     quantization,
+                    // One build thread: the graph, and so the recall floor, is the
+                    // same on every run (a parallel build's graph varies with timing).
+                    threads: 1,
+                    expansion_search: 128,
                     ..HnswConfig::default()
                 },
             )
