@@ -45,6 +45,10 @@ pub struct BenchIndexArgs {
     /// HNSW beam width while building.
     #[arg(long, default_value_t = 128)]
     pub expansion_add: usize,
+    /// The index-wide HNSW beam width of a search: a floor under every search's
+    /// candidates (the planner asks for more through the result count).
+    #[arg(long, default_value_t = 16)]
+    pub expansion_search: usize,
     /// Candidates an HNSW search keeps at 100% selectivity.
     #[arg(long, default_value_t = 384)]
     pub candidates: usize,
@@ -64,10 +68,17 @@ pub struct BenchIndexArgs {
     /// Candidate counts whose recall and latency are also reported at 100%.
     #[arg(long, value_delimiter = ',', default_values_t = [128, 256, 512])]
     pub sweep: Vec<usize>,
+    /// Number of clusters the vectors are drawn from (default √n, so a cluster
+    /// holds √n vectors and gets harder to search exactly as n grows).
+    #[arg(long)]
+    pub clusters: Option<usize>,
     /// Print one JSON object as the last line.
     #[arg(long)]
     pub json: bool,
 }
+
+/// Untimed queries before each selectivity's timed ones, so caches are warm.
+const WARM_UP: usize = 20;
 
 /// Queries timed for the diagnostic walk of the main graph at each selectivity.
 const WALK_QUERIES: usize = 50;
@@ -217,7 +228,8 @@ pub fn run(args: &BenchIndexArgs) -> anyhow::Result<()> {
     anyhow::ensure!(n >= 1000 && dim >= 2, "use --n ≥ 1000 and --dim ≥ 2");
     let k = 10;
     let mut rng = Rng(0x5eed);
-    let clusters = Clusters::new((n as f64).sqrt() as usize, dim, &mut rng);
+    let clusters = args.clusters.unwrap_or((n as f64).sqrt() as usize).max(1);
+    let clusters = Clusters::new(clusters, dim, &mut rng);
 
     // Principals: groups g10, g1, g01 and 97 fillers, each with its own agent; 1000 users.
     let group_names: Vec<String> = ["g10", "g1", "g01"]
@@ -272,7 +284,7 @@ pub fn run(args: &BenchIndexArgs) -> anyhow::Result<()> {
         HnswConfig {
             connectivity: args.connectivity,
             expansion_add: args.expansion_add,
-            expansion_search: args.candidates,
+            expansion_search: args.expansion_search,
             partition_min: Some(args.partition_min),
             quantization,
             ..HnswConfig::default()
@@ -362,7 +374,7 @@ pub fn run(args: &BenchIndexArgs) -> anyhow::Result<()> {
     }
     for (selectivity, filter) in &readers {
         // Warm up, then time the planned search.
-        for q in queries.iter().take(5) {
+        for q in queries.iter().take(WARM_UP) {
             index.search(
                 &Query {
                     vector: Some(q),
@@ -420,12 +432,14 @@ pub fn run(args: &BenchIndexArgs) -> anyhow::Result<()> {
         // The alternative plan: the HNSW walk with the admitted set as predicate,
         // with the planner's candidate count for this selectivity.
         let share = admitted.len() as f64 / n as f64;
-        let walk_candidates = ((args.candidates as f64) * share.max(1e-9).powf(-args.growth))
+        let planner = PlannerConfig::default();
+        let size = (n as f64 / planner.reference_len as f64)
+            .min(1.0)
+            .powf(planner.size_growth);
+        let walk_candidates = ((args.candidates as f64) * share.max(1e-9).powf(-args.growth) * size)
             .ceil()
-            .clamp(
-                args.candidates as f64,
-                PlannerConfig::default().max_candidates as f64,
-            ) as usize;
+            .clamp(planner.min_candidates as f64, planner.max_candidates as f64)
+            as usize;
         let admit = if admitted.len() == n as u64 {
             Admit::All
         } else {

@@ -199,7 +199,8 @@ impl Partitions {
     }
 
     /// How `admitted` splits over the graphs: a graph is walked when walking it
-    /// (`walk_cost` of the share of it the filter admits, in rows scanned) costs
+    /// (`walk_cost` of the share of it the filter admits and its size, in rows
+    /// scanned) costs
     /// less than scanning the admitted fragments it holds; what no chosen graph
     /// holds is scanned exactly. Only the partitions `reachable` says the filter
     /// can admit are looked at. `None` when no graph is worth walking or the
@@ -208,7 +209,7 @@ impl Partitions {
         &self,
         admitted: &RoaringTreemap,
         reachable: impl Fn(PartKey) -> bool,
-        walk_cost: impl Fn(f64) -> f64,
+        walk_cost: impl Fn(f64, u64) -> f64,
         budget: f64,
     ) -> Option<Cover> {
         let mut chosen = Vec::new();
@@ -227,7 +228,7 @@ impl Partitions {
                 continue;
             }
             let share = inside as f64 / size as f64;
-            let walk = walk_cost(share);
+            let walk = walk_cost(share, size);
             if walk < inside as f64 {
                 walks += walk;
                 if walks >= budget {

@@ -168,12 +168,19 @@ pub struct IndexConfig {
     pub exact_max: u64,
     /// …or at most this share of all fragments.
     pub exact_fraction: f64,
-    /// HNSW candidates when the filter admits everything.
+    /// HNSW candidates when the filter admits everything of a graph of
+    /// `reference_len` vectors or more.
     pub base_candidates: usize,
     /// Candidate growth as selectivity `s` falls: `base · s^-growth`.
     pub growth: f64,
     /// The most HNSW candidates.
     pub max_candidates: usize,
+    /// The graph size `base_candidates` is meant for.
+    pub reference_len: u64,
+    /// Candidates shrink for a smaller graph: `· (len / reference_len)^size_growth`.
+    pub size_growth: f64,
+    /// The fewest HNSW candidates.
+    pub min_candidates: usize,
     /// The reciprocal-rank-fusion constant.
     pub rrf_k: f64,
     /// Weight of the vector signal.
@@ -194,6 +201,9 @@ impl Default for IndexConfig {
             base_candidates: planner.base_candidates,
             growth: planner.growth,
             max_candidates: planner.max_candidates,
+            reference_len: planner.reference_len,
+            size_growth: planner.size_growth,
+            min_candidates: planner.min_candidates,
             rrf_k: fusion.rrf_k,
             // The default embedder is the offline hash embedder, a weaker signal than
             // BM25: on LoCoMo evidence recall@10 it scores 0.615 at 0.4 against 0.550
@@ -217,6 +227,9 @@ impl IndexConfig {
             base_candidates: self.base_candidates,
             growth: self.growth,
             max_candidates: self.max_candidates,
+            reference_len: self.reference_len,
+            size_growth: self.size_growth,
+            min_candidates: self.min_candidates,
         }
     }
 

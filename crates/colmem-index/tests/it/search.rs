@@ -385,6 +385,7 @@ mod hnsw {
     fn planned_small_walks() -> PlannerConfig {
         PlannerConfig {
             base_candidates: 16,
+            min_candidates: 16,
             ..planned()
         }
     }
