@@ -16,18 +16,25 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use colmem_core::{Draft, Fragment, FragmentId, Granularity, Kind, Source, UserId, Validity, View};
 use colmem_index::{HybridIndex, Query, Signal};
-use colmem_llm::Embedder;
+use colmem_llm::{ChatModel, Embedder};
 use colmem_store::{Delete, FragmentStore, Interaction, ListQuery, Order, Supersede};
 use serde::{Deserialize, Serialize};
 
 use crate::answer::{Answer, Answerer, EvidenceSpan};
 use crate::caller::Caller;
 use crate::change::attributes;
-use crate::constructor::{Constructor, Memory, OfflineConstructor, Origin, TurnInput};
+use crate::constructor::{
+    Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput,
+};
 use crate::error::{Error, Result};
 use crate::judge::{Judge, OfflineJudge};
+use crate::llm::{
+    LlmAnswerer, LlmConstructor, LlmJudge, LlmRefresher, LlmRetriever, LlmRoleConfig,
+};
 use crate::refresher::{OfflineRefresher, Refresher};
-use crate::retriever::{OfflineRetriever, QueryContext, QueryPlan, Retriever, Route};
+use crate::retriever::{
+    OfflineRetriever, QueryContext, QueryPlan, Retriever, RetrieverConfig, Route,
+};
 
 /// The roles a pipeline runs.
 #[derive(Clone, Debug)]
@@ -47,13 +54,41 @@ pub struct Roles {
 impl Roles {
     /// The rule-based roles with default settings.
     pub fn offline() -> Self {
+        Self::offline_with(ConstructorConfig::default(), RetrieverConfig::default())
+    }
+
+    /// The rule-based roles, with the constructor's episode triggers and the
+    /// retriever's routing set.
+    pub fn offline_with(constructor: ConstructorConfig, retriever: RetrieverConfig) -> Self {
         Roles {
-            constructor: Arc::new(OfflineConstructor::default()),
-            retriever: Arc::new(OfflineRetriever::default()),
+            constructor: Arc::new(OfflineConstructor::new(constructor)),
+            retriever: Arc::new(OfflineRetriever::new(retriever)),
             judge: Arc::new(OfflineJudge::default()),
             refresher: Arc::new(OfflineRefresher),
             answerer: Arc::new(EvidenceSpan),
         }
+    }
+
+    /// Every role backed by one chat model, each sampled after `sampling`; the
+    /// constructor's episode triggers and the retriever's routing rules are set as
+    /// for the offline roles. Fails when a role's prompt does not load.
+    pub fn llm(
+        model: Arc<dyn ChatModel>,
+        sampling: LlmRoleConfig,
+        constructor: ConstructorConfig,
+        retriever: RetrieverConfig,
+    ) -> Result<Self> {
+        Ok(Roles {
+            constructor: Arc::new(
+                LlmConstructor::new(model.clone(), sampling)?.with_episode_rules(constructor),
+            ),
+            retriever: Arc::new(
+                LlmRetriever::new(model.clone(), sampling)?.with_routing(retriever),
+            ),
+            judge: Arc::new(LlmJudge::new(model.clone(), sampling)?),
+            refresher: Arc::new(LlmRefresher::new(model.clone(), sampling)?),
+            answerer: Arc::new(LlmAnswerer::new(model, sampling)?),
+        })
     }
 }
 
@@ -195,6 +230,9 @@ pub struct Remembered {
     pub superseded: Vec<(FragmentId, FragmentId)>,
     /// Fragments deleted on the user's explicit instruction.
     pub deleted: Vec<FragmentId>,
+    /// `true` when an earlier call with the same idempotency key had remembered the
+    /// turn: nothing was written now and `written` holds what that call wrote.
+    pub replayed: bool,
 }
 
 /// The AMA pipeline over a store, a hybrid index and an embedder.
@@ -290,6 +328,31 @@ impl Pipeline {
 
     /// The AMA write path for one dialogue turn; see the module documentation.
     pub fn remember(&self, caller: &Caller<'_>, turn: &TurnInput) -> Result<Remembered> {
+        self.remember_keyed(caller, turn, None)
+    }
+
+    /// [`Pipeline::remember`], safe to retry under `idempotency_key` (scoped to the
+    /// caller's user): once a call with the key has finished, a call with it again
+    /// (whatever its turn: the key decides) writes nothing and returns what the
+    /// first wrote, with `replayed` set. A retry
+    /// of a call that failed part-way finishes the work without a second copy of a
+    /// fact the failed call already wrote.
+    pub fn remember_keyed(
+        &self,
+        caller: &Caller<'_>,
+        turn: &TurnInput,
+        idempotency_key: Option<&str>,
+    ) -> Result<Remembered> {
+        let key = idempotency_key.map(|k| format!("ama-remember:{}:{k}", caller.user()));
+        if let Some(key) = &key
+            && let Some(written) = self.store.idempotent_ids(key)?
+        {
+            return Ok(Remembered {
+                written,
+                replayed: true,
+                ..Remembered::default()
+            });
+        }
         if turn.origin == Origin::User
             && let Some(instruction) = self.roles.refresher.forget_request(&turn.text)?
         {
@@ -356,9 +419,27 @@ impl Pipeline {
 
         let mut outcome = Remembered::default();
         let mut plain = Vec::new();
+        let mut kept = Vec::new();
         for p in pending {
+            // A keyed retry of a call that failed part-way keeps the raw turn that
+            // call wrote.
+            if key.is_some()
+                && p.granularity == Granularity::RawTurn
+                && let Some(same) = self.held_turn(caller, &turn.dialogue_id, &p.memory.content)?
+            {
+                kept.push(same);
+                continue;
+            }
             let conflicts = if p.granularity == Granularity::Fact {
                 let mut held = self.held_facts(caller, p.memory, &turn.text)?;
+                // The same fact from the same turn is held already (a retry after a
+                // failure part-way): keep it rather than write a second copy.
+                if let Some(same) = held.iter().find(|f| {
+                    f.content == p.memory.content && f.provenance.source.turns == p.memory.turns
+                }) {
+                    kept.push(same.id);
+                    continue;
+                }
                 // A fact this turn already closed is no longer held, whatever the
                 // caller's filter (compiled before the close) still admits.
                 held.retain(|f| {
@@ -381,7 +462,8 @@ impl Pipeline {
                     .extend(self.supersede(caller, p.memory, turn, &conflicts)?);
             }
         }
-        outcome.written = self.write_drafts(caller, plain, None)?;
+        outcome.written = self.write_drafts(caller, plain, key)?;
+        outcome.written.extend(kept);
         outcome
             .written
             .extend(outcome.superseded.iter().map(|(_, new)| *new));
@@ -750,6 +832,27 @@ impl Pipeline {
             fragment: fragment.id,
         })?;
         Ok(())
+    }
+
+    /// The caller's own raw turn `dialogue_id` with this content, if it is stored.
+    fn held_turn(
+        &self,
+        caller: &Caller<'_>,
+        dialogue_id: &str,
+        content: &str,
+    ) -> Result<Option<FragmentId>> {
+        let listed = self.store.list(
+            caller.filter(),
+            &ListQuery {
+                key: Some(turn_key(dialogue_id)),
+                granularity: Some(Granularity::RawTurn),
+                ..ListQuery::default()
+            },
+        )?;
+        Ok(listed
+            .into_iter()
+            .find(|f| f.provenance.user == caller.user() && f.content == content)
+            .map(|f| f.id))
     }
 
     /// Raw turns of the hits' turns and their neighbours, that the reader may see.

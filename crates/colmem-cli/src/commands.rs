@@ -267,9 +267,19 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
     let mut written = Vec::new();
     let mut superseded = Vec::new();
     let mut deleted = Vec::new();
+    let mut replayed = !texts.is_empty();
     for (i, text) in texts.iter().enumerate() {
+        // A keyed run names its turns after the key, so a retry names them alike.
+        let key = args
+            .idempotency_key
+            .as_ref()
+            .map(|k| format!("{k}#{}", i + 1));
+        let dialogue_id = match &key {
+            Some(key) => format!("{}:{key}", args.session),
+            None => format!("{}:{}", args.session, base + i as u64 + 1),
+        };
         let turn = TurnInput {
-            dialogue_id: format!("{}:{}", args.session, base + i as u64 + 1),
+            dialogue_id,
             session: args.session.clone(),
             speaker: speaker.clone(),
             listener: listener.clone(),
@@ -281,19 +291,22 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
                 Origin::User
             },
         };
-        let done = session.remember(&turn)?;
+        let done = session.remember_keyed(&turn, key.as_deref())?;
+        replayed &= done.replayed;
         written.extend(done.written);
         superseded.extend(done.superseded);
         deleted.extend(done.deleted);
     }
-    // A command is one stretch of conversation: close its episode now.
-    if let Some(episode) = session.close_episode(&args.session)? {
+    // A command is one stretch of conversation: close its episode now (a run
+    // whose every turn was replayed has nothing new to summarise).
+    if !replayed && let Some(episode) = session.close_episode(&args.session)? {
         written.push(episode);
     }
     memory.flush()?;
     if args.json {
         print_json(&json!({
             "turns": texts.len(),
+            "replayed": replayed,
             "written": written,
             "superseded": superseded.iter().map(|(old, new)| json!({"old": old, "new": new})).collect::<Vec<_>>(),
             "deleted": deleted,

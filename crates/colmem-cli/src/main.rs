@@ -246,6 +246,10 @@ pub struct RememberArgs {
     /// The words were the agent's (or a document's), not the user's own: they can never instruct the memory to forget.
     #[arg(long)]
     pub not_user: bool,
+    /// Make the command safe to retry: running it again with the same key (and
+    /// user) writes nothing and reports what the first run wrote.
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,

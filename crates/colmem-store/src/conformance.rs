@@ -314,7 +314,17 @@ fn idempotent_writes(make: Factory<'_>) -> Result<(), Failure> {
     let (_, store) = fresh(make, 100);
     let mut write = one(fact("remember me once", 100)?)?;
     write.idempotency_key = Some("req-42".into());
+    eq(
+        "a key never used has no ids",
+        ok("look up a key", store.idempotent_ids("req-42"))?,
+        None,
+    )?;
     let first = ok("a first keyed write", store.write(&write))?;
+    eq(
+        "a used key names the ids it wrote",
+        ok("look up a key", store.idempotent_ids("req-42"))?,
+        Some(first.ids.clone()),
+    )?;
     let head_before = head(&*store)?;
     let audited = audit_len(&*store)?;
     let again = ok("repeat the keyed write", store.write(&write))?;

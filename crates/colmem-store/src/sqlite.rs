@@ -1141,6 +1141,21 @@ impl FragmentStore for SqliteStore {
         )
     }
 
+    fn idempotent_ids(&self, idempotency_key: &str) -> Result<Option<Vec<FragmentId>>> {
+        self.check_len("idempotency key", idempotency_key.len())?;
+        self.read(|conn| {
+            let ids: Option<String> = conn
+                .prepare_cached("SELECT ids FROM idempotency WHERE key = ?1")?
+                .query_row([idempotency_key], |row| row.get(0))
+                .optional()?;
+            ids.map(|ids| {
+                let ids: Vec<u64> = codec::from_json("idempotency ids", &ids)?;
+                Ok(ids.into_iter().map(FragmentId).collect())
+            })
+            .transpose()
+        })
+    }
+
     fn get(&self, id: FragmentId) -> Result<Fragment> {
         self.read(|conn| get_on(conn, id))
     }

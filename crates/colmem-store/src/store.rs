@@ -174,6 +174,9 @@ pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
     /// Writes one strategy card (fragment, fields and audit entry) in one transaction.
     fn write_card(&self, card: &CardWrite) -> Result<WriteReceipt>;
 
+    /// The ids a write under `idempotency_key` wrote, or `None` if no write used it.
+    fn idempotent_ids(&self, idempotency_key: &str) -> Result<Option<Vec<FragmentId>>>;
+
     /// The fragment with this id, whatever its state (tombstones included); unfiltered.
     fn get(&self, id: FragmentId) -> Result<Fragment>;
 

@@ -7,10 +7,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use colmem_access::{AccessGraph, SystemPolicy, WritePolicySet};
-use colmem_ama::{
-    LlmAnswerer, LlmConstructor, LlmJudge, LlmRefresher, LlmRetriever, OfflineConstructor,
-    OfflineRetriever, Pipeline, Roles,
-};
+use colmem_ama::{Pipeline, Roles};
 use colmem_cards::CardBank;
 use colmem_core::ChangeFeed as _;
 use colmem_core::{AgentId, Clock, LogicalClock, Principal, SystemClock, Timestamp, UserId};
@@ -172,29 +169,18 @@ impl Memory {
         let write_policies = WritePolicySet::new(config.policy.write.clone())?;
         let (roles, card_roles) = match &config.chat {
             None => (
-                Roles {
-                    constructor: Arc::new(OfflineConstructor::new(config.constructor)),
-                    retriever: Arc::new(OfflineRetriever::new(config.retriever)),
-                    ..Roles::offline()
-                },
+                Roles::offline_with(config.constructor, config.retriever),
                 colmem_cards::Roles::offline(),
             ),
             Some(chat) => {
                 let model: Arc<dyn ChatModel> = Arc::new(OpenAiChat::new(chat.clone())?);
-                let r = config.roles;
                 (
-                    Roles {
-                        constructor: Arc::new(
-                            LlmConstructor::new(model.clone(), r)?
-                                .with_episode_rules(config.constructor),
-                        ),
-                        retriever: Arc::new(
-                            LlmRetriever::new(model.clone(), r)?.with_routing(config.retriever),
-                        ),
-                        judge: Arc::new(LlmJudge::new(model.clone(), r)?),
-                        refresher: Arc::new(LlmRefresher::new(model.clone(), r)?),
-                        answerer: Arc::new(LlmAnswerer::new(model.clone(), r)?),
-                    },
+                    Roles::llm(
+                        model.clone(),
+                        config.roles,
+                        config.constructor,
+                        config.retriever,
+                    )?,
                     colmem_cards::llm::roles(model),
                 )
             }

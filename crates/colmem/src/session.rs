@@ -87,7 +87,23 @@ impl<'m> Session<'m> {
     /// raw turn, facts, an episode when one closes, profile entries, and updates of
     /// stale facts, each through the write rule.
     pub fn remember(&self, turn: &TurnInput) -> Result<Remembered> {
-        self.with_caller(|caller| Ok(self.memory.pipeline.remember(caller, turn)?))
+        self.remember_keyed(turn, None)
+    }
+
+    /// [`Session::remember`], safe to retry: once a call with `idempotency_key`
+    /// has finished, a call with the same key (for this user) writes nothing and
+    /// returns what the first wrote, with `replayed` set.
+    pub fn remember_keyed(
+        &self,
+        turn: &TurnInput,
+        idempotency_key: Option<&str>,
+    ) -> Result<Remembered> {
+        self.with_caller(|caller| {
+            Ok(self
+                .memory
+                .pipeline
+                .remember_keyed(caller, turn, idempotency_key)?)
+        })
     }
 
     /// Writes fragments the agent drafted itself (e.g. findings drawn from a

@@ -244,6 +244,73 @@ fn one_pair() -> (World, UserId, AgentId) {
     (world, user, agent)
 }
 
+fn turn(id: &str, text: &str) -> TurnInput {
+    TurnInput {
+        dialogue_id: id.to_owned(),
+        session: "D1".to_owned(),
+        speaker: "Dana".to_owned(),
+        listener: "Assistant".to_owned(),
+        text: text.to_owned(),
+        time: Some(Timestamp::parse("2023-01-05").unwrap()),
+        origin: Origin::User,
+    }
+}
+
+/// Every fragment of the user's that is current now.
+fn stored(world: &World, u: UserId, a: AgentId) -> Vec<Fragment> {
+    let caller = world.caller(u, a).unwrap();
+    world
+        .store
+        .list(caller.filter(), &colmem_store::ListQuery::default())
+        .unwrap()
+}
+
+#[test]
+fn a_keyed_remember_is_written_once_however_often_it_is_retried() {
+    let (world, u, a) = one_pair();
+    let said = turn("D1:1", "I live in Denver and I work at Globex.");
+    let caller = world.caller(u, a).unwrap();
+    let first = world
+        .pipeline
+        .remember_keyed(&caller, &said, Some("req-1"))
+        .unwrap();
+    assert!(!first.replayed && !first.written.is_empty(), "{first:?}");
+    let before = stored(&world, u, a);
+    let again = world
+        .pipeline
+        .remember_keyed(&caller, &said, Some("req-1"))
+        .unwrap();
+    assert!(again.replayed, "{again:?}");
+    assert_eq!(again.written, first.written);
+    assert_eq!(stored(&world, u, a), before, "a replay writes nothing");
+
+    // A call that failed after its writes and before recording the key: the
+    // retry keeps what is stored instead of writing a second copy.
+    let said = turn("D1:2", "My sister Ana is a nurse in Lyon.");
+    let done = world.pipeline.remember(&caller, &said).unwrap();
+    let before = stored(&world, u, a);
+    let retried = world
+        .pipeline
+        .remember_keyed(&caller, &said, Some("req-2"))
+        .unwrap();
+    assert!(!retried.replayed);
+    assert_eq!(
+        stored(&world, u, a),
+        before,
+        "the retry wrote a second copy"
+    );
+    for id in &done.written {
+        assert!(retried.written.contains(id), "{retried:?} vs {done:?}");
+    }
+    // The key decides, not the turn: a reused key replays what it wrote.
+    let other = world
+        .pipeline
+        .remember_keyed(&caller, &turn("D1:3", "I run on Sundays."), Some("req-1"))
+        .unwrap();
+    assert!(other.replayed, "{other:?}");
+    assert_eq!(other.written, first.written);
+}
+
 #[test]
 fn a_move_supersedes_the_old_home_and_history_keeps_it() {
     let (world, u, a) = one_pair();

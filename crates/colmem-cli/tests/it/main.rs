@@ -132,6 +132,50 @@ fn init_is_idempotent_and_writes_a_commented_configuration() {
 }
 
 #[test]
+fn a_keyed_remember_run_twice_writes_once() {
+    let env = Env::with_alice();
+    let args = [
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "--idempotency-key",
+        "req-7",
+        "--json",
+        "I moved to Porto and I work at Initech.",
+    ];
+    let first = env.json(&args);
+    assert_eq!(first["replayed"], false, "{first}");
+    let written = first["written"].as_array().unwrap().clone();
+    assert!(!written.is_empty(), "{first}");
+    let count = |env: &Env| {
+        env.json(&[
+            "recall",
+            "--user",
+            "alice",
+            "--agent",
+            "helper",
+            "--json",
+            "-k",
+            "50",
+            "Porto Initech",
+        ])["hits"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let before = count(&env);
+    let again = env.json(&args);
+    assert_eq!(again["replayed"], true, "{again}");
+    assert_eq!(count(&env), before, "a replay writes nothing");
+    // The replay names the fragments of the turn, not of the episode it closed.
+    for id in again["written"].as_array().unwrap() {
+        assert!(written.contains(id), "{again} vs {first}");
+    }
+}
+
+#[test]
 fn remember_then_recall_as_a_table_and_as_json() {
     let env = Env::with_alice();
     let out = env.ok(&[
