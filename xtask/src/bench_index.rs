@@ -40,7 +40,7 @@ pub struct BenchIndexArgs {
     #[arg(long, default_value_t = 10)]
     pub baseline_queries: usize,
     /// HNSW connectivity (M).
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 32)]
     pub connectivity: usize,
     /// HNSW beam width while building.
     #[arg(long, default_value_t = 128)]
@@ -50,7 +50,7 @@ pub struct BenchIndexArgs {
     #[arg(long, default_value_t = 16)]
     pub expansion_search: usize,
     /// Candidates an HNSW search keeps at 100% selectivity.
-    #[arg(long, default_value_t = 384)]
+    #[arg(long, default_value_t = 256)]
     pub candidates: usize,
     /// How HNSW candidates grow as selectivity `s` falls: `candidates · s^-growth`.
     #[arg(long, default_value_t = 0.25)]

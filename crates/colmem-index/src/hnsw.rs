@@ -59,9 +59,9 @@ pub struct HnswConfig {
 impl Default for HnswConfig {
     fn default() -> Self {
         HnswConfig {
-            connectivity: 16,
+            connectivity: 32,
             expansion_add: 128,
-            expansion_search: 64,
+            expansion_search: 32,
             quantization: Quantization::F32,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             max_concurrent_searches: 64,
