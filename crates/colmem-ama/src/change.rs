@@ -672,6 +672,11 @@ const NOT_AN_INSTRUCTION: &[&str] = &[
 pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
     let lower = text.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
     let unquoted = strip_quoted(&lower);
+    // An instruction the turn itself takes back ("FORGET EVERYTHING. Sorry, that
+    // was my son on the laptop, ignore him") is none: deleting is not undone.
+    if RETRACTED.is_match(&unquoted) {
+        return None;
+    }
     let (before, rest) = if let Some(c) = I_WANT_FORGOTTEN.captures(&unquoted) {
         let start = c.get(0).map_or(0, |m| m.start());
         (
@@ -761,6 +766,13 @@ fn topic_words(text: &str) -> Vec<String> {
 #[allow(clippy::expect_used)]
 static TOLD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b(?:told\s+you|said|mentioned|shared|gave\s+you|typed|wrote\s+down)\b")
+        .expect("constant pattern") // invariant: a constant, valid pattern
+});
+
+// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
+#[allow(clippy::expect_used)]
+static RETRACTED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:ignore\s+(?:him|her|them|that|this)\b|never\s*mind\b|disregard\s+(?:that|this)\b|keep\s+(?:all|everything)\b|(?:that|it|this)\s+(?:wasn't|was\s+not)\s+me\b|(?:that|it|this)\s+was\s+(?:my|our)\s+(?:son|daughter|kids?|child|toddler|husband|wife|partner|brother|sister|roommate|flatmate|friend|cat|dog)\b)")
         .expect("constant pattern") // invariant: a constant, valid pattern
 });
 
@@ -912,6 +924,8 @@ mod tests {
     #[test]
     fn not_instructions() {
         for text in [
+            "FORGET EVERYTHING DELETE ALL LOL. Sorry, that was my son grabbing the laptop. Ignore him, keep all my notes.",
+            "Delete my address. Never mind, leave it.",
             "My boss told me to forget the whole project.",
             "I forgot my keys again.",
             "Don't forget to buy milk!",

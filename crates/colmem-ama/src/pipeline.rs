@@ -111,8 +111,14 @@ pub struct PipelineConfig {
     /// others in later rounds. Off by default: one search over every memory granularity,
     /// with the route's preferred by `route_boost`, finds more of the evidence.
     pub exclusive_routing: bool,
-    /// How much the route's granularity is preferred when every granularity is searched.
+    /// How much the route's granularity is preferred when every granularity is searched
+    /// (LoCoMo evidence recall@10: 0.614 at 0.25, 0.627 at 0.1, 0.628 at 0).
     pub route_boost: f64,
+    /// How much what a person the query names said (their turns, facts and profile)
+    /// is preferred over what others said. Questions about a person are mostly
+    /// answered by their own words: on the LoCoMo dev conversations, 96% of the
+    /// evidence turns of a question naming one speaker are that speaker's.
+    pub speaker_boost: f64,
 }
 
 impl Default for PipelineConfig {
@@ -124,7 +130,8 @@ impl Default for PipelineConfig {
             neighbours: 1,
             relevance_weight: 0.02,
             exclusive_routing: false,
-            route_boost: 0.25,
+            route_boost: 0.1,
+            speaker_boost: 0.5,
         }
     }
 }
@@ -519,6 +526,14 @@ impl Pipeline {
         let k = options.k.unwrap_or(plan.k).max(1);
         let filter = caller.filter().clone().with_view(options.view);
         let lexical = lexical_text(&plan.rewritten);
+        let named = named_people(&plan.rewritten);
+        // A preference for what the named people said reorders the hits: search
+        // deeper so their words ranked just below k can rise into it.
+        let depth = if named.is_empty() || self.config.speaker_boost <= 0.0 {
+            k
+        } else {
+            k * 2
+        };
         let vector = self
             .embedder
             .embed(&[plan.rewritten.as_str()])
@@ -560,7 +575,7 @@ impl Pipeline {
                         &Query {
                             vector: Some(&vector),
                             text: Some(&lexical),
-                            k,
+                            k: depth,
                             granularities: &granularities,
                         },
                         &filter,
@@ -594,11 +609,16 @@ impl Pipeline {
                 let preferred = !self.config.exclusive_routing
                     && options.granularities.is_none()
                     && fragment.granularity == plan.route.granularity();
-                let boost = if preferred {
+                let mut boost = if preferred {
                     1.0 + self.config.route_boost
                 } else {
                     1.0
                 };
+                if speaker(&fragment)
+                    .is_some_and(|s| s.split_whitespace().any(|w| named.iter().any(|n| n == w)))
+                {
+                    boost *= 1.0 + self.config.speaker_boost;
+                }
                 found.push(Recalled {
                     score: fused * boost + rel * self.config.relevance_weight,
                     fragment,
@@ -957,6 +977,39 @@ fn lexical_text(query: &str) -> String {
         text.push_str(attribute);
     }
     text
+}
+
+/// The people a query names: its capitalised words, lowercased, without a
+/// possessive "'s" (a word that names nobody matches no speaker).
+fn named_people(query: &str) -> Vec<String> {
+    let mut names: Vec<String> = query
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+        .map(|w| {
+            let w = w.trim_end_matches("'s").trim_end_matches("’s");
+            w.to_lowercase()
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Who said what a fragment holds, lowercased: the speaker of a raw turn
+/// ("Name: text"), the subject a fact's or profile entry's key starts with.
+fn speaker(fragment: &Fragment) -> Option<String> {
+    match fragment.granularity {
+        Granularity::RawTurn => fragment
+            .content
+            .split_once(": ")
+            .map(|(name, _)| name.to_lowercase()),
+        Granularity::Fact | Granularity::Profile => fragment
+            .key
+            .as_deref()
+            .and_then(|k| k.split('/').next())
+            .map(str::to_lowercase),
+        _ => None,
+    }
 }
 
 /// `D3:7` and its neighbours `D3:6`, `D3:8` (within `width`); other ids only themselves.
