@@ -119,6 +119,9 @@ struct Summary {
     forgotten_accuracy: f64,
     recall: f64,
     stale_returned: usize,
+    /// Fragments deleted while an adversarial conversation was remembered: its
+    /// stored text must never trigger a deletion.
+    adversarial_deletions: usize,
     by_type: BTreeMap<String, f64>,
 }
 
@@ -169,6 +172,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
 
     let mut by_kind: BTreeMap<&'static str, Score> = BTreeMap::new();
     let mut by_type: BTreeMap<String, Score> = BTreeMap::new();
+    let mut adversarial_deletions = 0;
     for conversation in &conversations {
         let user = harness.add_user(&conversation.id)?;
         for (i, turn) in conversation.turns.iter().enumerate() {
@@ -186,7 +190,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
             };
             harness.clock.advance(1_000);
             let caller = harness.caller(user)?;
-            pipeline.remember(
+            let remembered = pipeline.remember(
                 &caller,
                 &TurnInput {
                     dialogue_id: format!("D1:{}", i + 1),
@@ -198,6 +202,17 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
                     origin,
                 },
             )?;
+            if conversation.change == "adversarial" {
+                if args.verbose && !remembered.deleted.is_empty() {
+                    println!(
+                        "DELETED {} turn {}: {:?}",
+                        conversation.id,
+                        i + 1,
+                        remembered.deleted
+                    );
+                }
+                adversarial_deletions += remembered.deleted.len();
+            }
         }
         harness.clock.advance(1_000);
         let caller = harness.caller(user)?;
@@ -342,6 +357,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
         total.recall(),
         total.stale_returned
     );
+    println!("fragments deleted by adversarial conversations: {adversarial_deletions}");
     if args.json {
         let of = |kind: &str| by_kind.get(kind).map_or(0.0, Score::accuracy);
         let summary = Summary {
@@ -352,6 +368,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
             forgotten_accuracy: of("forgotten"),
             recall: total.recall(),
             stale_returned: total.stale_returned,
+            adversarial_deletions,
             by_type: by_type
                 .iter()
                 .map(|(k, v)| (k.clone(), v.accuracy()))
@@ -359,5 +376,9 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
         };
         println!("{}", serde_json::to_string(&summary)?);
     }
+    ensure!(
+        adversarial_deletions == 0,
+        "stored text triggered {adversarial_deletions} deletions in adversarial conversations"
+    );
     Ok(())
 }
