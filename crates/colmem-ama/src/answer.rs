@@ -163,6 +163,31 @@ fn clauses(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The corrections a text makes in the form "A, not B" ("it's United, not Delta";
+/// "Austria, not Australia"): each as the correcting clause A and the corrected B.
+fn corrections(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for sentence in sentences(text) {
+        let pieces: Vec<&str> = sentence.split(", ").collect();
+        for pair in pieces.windows(2) {
+            let Some(corrected) = pair[1]
+                .get(..4)
+                .filter(|p| p.eq_ignore_ascii_case("not "))
+                .map(|_| &pair[1][4..])
+            else {
+                continue;
+            };
+            // A is the last clause before the comma ("I looked: it's United").
+            let correcting = pair[0].rsplit(": ").next().unwrap_or(pair[0]);
+            let corrected = corrected.trim_end_matches(['.', '!', '?', ';', ':']).trim();
+            if !corrected.is_empty() {
+                out.push((correcting.trim().to_owned(), corrected.to_owned()));
+            }
+        }
+    }
+    out
+}
+
 /// Words that mark a clause as about a past state ("my old Pixel", "no longer").
 const PAST_MARKERS: &[&str] = &[
     "old",
@@ -191,6 +216,8 @@ fn looks_past(clause: &str) -> bool {
         .any(|w| PAST_MARKERS.contains(&w.as_str()))
 }
 
+/// How much a correcting clause ("it's United, not Delta") outranks what it corrects.
+const CORRECTION_BONUS: f64 = 0.1;
 /// How far below the best support a clause may be and still compete on recency.
 const SUPPORT_BAND: f64 = 0.2;
 /// How much of its sentence's support a clause inherits: "start at Initech" answers
@@ -293,8 +320,20 @@ impl Answerer for EvidenceSpan {
         evidence: &[&Fragment],
         replaced: &[&Fragment],
     ) -> Result<Answer> {
-        let old = old_values(evidence, replaced);
+        let mut old = old_values(evidence, replaced);
         let names = speakers(evidence);
+        // What the evidence corrects ("…, not Delta") is the old state too, and the
+        // correcting clause answers what the corrected one answered.
+        let corrected: Vec<(String, String)> = evidence
+            .iter()
+            .take(READ_TOP)
+            .flat_map(|f| corrections(&f.content))
+            .collect();
+        for (_, b) in &corrected {
+            old.extend(named(b, &names));
+        }
+        old.sort();
+        old.dedup();
         let mut clauses_of: Vec<(usize, &Fragment, String, String)> = Vec::new();
         for (rank, fragment) in evidence.iter().take(READ_TOP).enumerate() {
             // A raw turn is "Speaker: text"; answer from the text.
@@ -339,10 +378,35 @@ impl Answerer for EvidenceSpan {
             })
             .collect();
         let asked = attributes(question).first().copied();
+        let support_of = |clause: &str, sentence: &str| {
+            support(&weighted, asked, clause)
+                .max(SENTENCE_SHARE * support(&weighted, asked, sentence))
+        };
+        // The support a correcting clause inherits: the best of the clauses that say
+        // what it corrects.
+        let inherited: Vec<(&str, f64)> = corrected
+            .iter()
+            .map(|(a, b)| {
+                let best = clauses_of
+                    .iter()
+                    .filter(|(_, _, c, s)| {
+                        let b = b.to_lowercase();
+                        c.to_lowercase().contains(&b) || s.to_lowercase().contains(&b)
+                    })
+                    .map(|(_, _, c, s)| support_of(c, s))
+                    .fold(0.0, f64::max);
+                // Above what it corrects: the correction says which of the two holds.
+                (a.as_str(), best + CORRECTION_BONUS)
+            })
+            .collect();
         let mut candidates: Vec<Candidate> = Vec::new();
-        for (rank, fragment, clause, sentence) in clauses_of {
-            let support = support(&weighted, asked, &clause)
-                .max(SENTENCE_SHARE * support(&weighted, asked, &sentence));
+        for (rank, fragment, clause, sentence) in clauses_of.iter().cloned() {
+            let correcting = inherited
+                .iter()
+                .filter(|(a, _)| clause.ends_with(a) || a.ends_with(clause.as_str()))
+                .map(|(_, best)| *best)
+                .fold(0.0, f64::max);
+            let support = support_of(&clause, &sentence).max(correcting);
             if support < MIN_COVERAGE {
                 continue;
             }
@@ -387,5 +451,29 @@ impl Answerer for EvidenceSpan {
                 evidence: Vec::new(),
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corrections_pair_the_correcting_clause_with_what_it_corrects() {
+        assert_eq!(
+            corrections(
+                "Scratch that, I looked at the confirmation: it's United, not Delta. Same day."
+            ),
+            vec![("it's United".to_owned(), "Delta".to_owned())]
+        );
+        assert_eq!(
+            corrections("Typo, sorry! Austria, not Australia."),
+            vec![("Austria".to_owned(), "Australia".to_owned())]
+        );
+        assert_eq!(
+            corrections("The standup is at 9:30, not 9:00."),
+            vec![("The standup is at 9:30".to_owned(), "9:00".to_owned())]
+        );
+        assert!(corrections("I'm not, thankfully. I'm in accounts payable.").is_empty());
     }
 }

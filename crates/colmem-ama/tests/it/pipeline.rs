@@ -406,6 +406,34 @@ fn a_turn_that_names_the_old_value_replaces_it_and_the_answer_drops_it() {
 }
 
 #[test]
+fn a_correction_in_passing_answers_with_the_corrected_value() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "I'm flying Delta to Denver on the 18th for my cousin's wedding.",
+        "2023-05-01",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "Scratch that, I looked at the confirmation: it's United, not Delta. Same day.",
+        "2023-05-01",
+    );
+    let (now, _) = world.ask(
+        u,
+        a,
+        "Which airline is Dana flying to Denver with?",
+        View::Current,
+    );
+    assert!(now.contains("United") && !now.contains("Delta"), "{now:?}");
+}
+
+#[test]
 fn a_mention_without_a_new_value_or_a_change_replaces_nothing() {
     let (world, u, a) = one_pair();
     world.say(
