@@ -371,6 +371,38 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "medication",
+        &[
+            "medication",
+            "medications",
+            "medicine",
+            "medicines",
+            "meds",
+            "pill",
+            "pills",
+            "mg",
+            "dose",
+            "dosage",
+            "prescription",
+            "prescribed",
+            "antidepressant",
+            "antidepressants",
+            "inhaler",
+            "insulin",
+        ],
+    ),
+    (
+        "diagnosis",
+        &[
+            "diagnosis",
+            "diagnosed",
+            "disease",
+            "illness",
+            "disorder",
+            "syndrome",
+        ],
+    ),
+    (
         "schedule",
         &[
             "appointment",
