@@ -67,7 +67,10 @@ pub struct JudgeConfig {
     /// a shared attribute.
     pub correction_overlap: f64,
     /// Whether every new statement about a subject's attribute replaces the held ones,
-    /// not only one that announces a change or a correction.
+    /// not only one that announces a change or a correction. Off by default: the
+    /// attribute lexicon is coarse, so a new value under the same key is often
+    /// another thing of the kind, not a change (knowledge-update suite 0.696 off
+    /// against 0.689 on; LoCoMo recall@10 0.629 against 0.627).
     pub latest_wins: bool,
 }
 
@@ -77,7 +80,7 @@ impl Default for JudgeConfig {
             relevant_coverage: 0.5,
             enough: 2,
             correction_overlap: 0.15,
-            latest_wins: true,
+            latest_wins: false,
         }
     }
 }

@@ -820,3 +820,25 @@ fn the_schema_goes_to_servers_that_take_one() {
         "no schema instruction added to the prompt"
     );
 }
+
+/// The offline judge, for comparison with the model's: a new value under the same
+/// key replaces the held one without a change cue only when `latest_wins` is set.
+#[test]
+fn the_offline_judge_replaces_a_silent_restatement_only_when_latest_wins() {
+    use colmem_ama::{Judge, JudgeConfig, OfflineJudge};
+    let mut held = fragment(7, Granularity::Fact, "Dana lives in Lisbon.");
+    held.key = Some("dana/home".to_owned());
+    let new = fact("Dana lives in Porto.");
+    let judge = |latest_wins| {
+        OfflineJudge::new(JudgeConfig {
+            latest_wins,
+            ..JudgeConfig::default()
+        })
+        .conflicts(&new, "I live in Porto.", &[&held])
+        .unwrap()
+    };
+    assert!(judge(false).is_empty());
+    let conflicts = judge(true);
+    assert_eq!(conflicts.len(), 1);
+    assert_eq!(conflicts[0].stale, FragmentId(7));
+}
