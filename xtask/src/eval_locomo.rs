@@ -49,6 +49,10 @@ pub struct EvalLocomoArgs {
     /// Skip the baseline and the ablation rows.
     #[arg(long)]
     pub no_ablation: bool,
+    /// Print each question whose evidence the pipeline misses in its first 10 source
+    /// turns: the missed turns' text and the turns ranked above them.
+    #[arg(long)]
+    pub verbose: bool,
     /// Also answer each question and score token F1 and BLEU-1 against the gold answers:
     /// through the OpenAI-compatible model given by --chat-url and --chat-model, or
     /// offline (the best evidence span) when none is given.
@@ -306,6 +310,40 @@ pub(crate) fn turns(conversation: &Conversation) -> Vec<TurnInput> {
         .collect()
 }
 
+/// Prints the evidence turns missing from the first 10 ranked turns, and those 10.
+fn print_misses(
+    conversation: &Conversation,
+    question: &locomo::Question,
+    turns: &[String],
+    evidence: &[String],
+) {
+    let top: Vec<&String> = turns.iter().take(10).collect();
+    let missed: Vec<&String> = evidence.iter().filter(|e| !top.contains(e)).collect();
+    if missed.is_empty() {
+        return;
+    }
+    let text = |id: &str| {
+        conversation
+            .dialogue
+            .turns()
+            .find(|(_, t)| t.id.to_string() == id)
+            .map_or_else(String::new, |(_, t)| {
+                format!("{}: {}", t.speaker, t.full_text())
+            })
+    };
+    println!("MISS c{} {:?}", question.category, question.question);
+    for id in missed {
+        let rank = turns
+            .iter()
+            .position(|t| t == id)
+            .map_or("-".to_owned(), |r| (r + 1).to_string());
+        println!("    want {id} (rank {rank}) {}", text(id));
+    }
+    for id in top.iter().take(5) {
+        println!("    got  {id} {}", text(id));
+    }
+}
+
 /// The distinct source turns of a ranking, in order.
 pub(crate) fn ranked_turns<'f>(fragments: impl Iterator<Item = &'f Fragment>) -> Vec<String> {
     let mut seen = HashSet::new();
@@ -424,6 +462,9 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
                     .count();
                 let turns = ranked_turns(ranked.fragments.iter());
                 tally.add(question.category, &turns, &evidence);
+                if args.verbose && *system == System::Ama {
+                    print_misses(conversation, question, &turns, &evidence);
+                }
                 if *system == System::Ama {
                     let context: usize = ranked
                         .fragments

@@ -119,6 +119,10 @@ pub struct PipelineConfig {
     /// answered by their own words: on the LoCoMo dev conversations, 96% of the
     /// evidence turns of a question naming one speaker are that speaker's.
     pub speaker_boost: f64,
+    /// The turn after a hit that asks a question (its reply, where the answer
+    /// usually is) ranks at least this share of the question's score; 0 turns it off.
+    /// LoCoMo evidence recall@10: 0.629 off, 0.659 at 0.7, 0.676 at 0.9, 0.665 at 1.
+    pub reply_weight: f64,
 }
 
 impl Default for PipelineConfig {
@@ -132,6 +136,7 @@ impl Default for PipelineConfig {
             exclusive_routing: false,
             route_boost: 0.1,
             speaker_boost: 0.5,
+            reply_weight: 0.9,
         }
     }
 }
@@ -614,9 +619,7 @@ impl Pipeline {
                 } else {
                     1.0
                 };
-                if speaker(&fragment)
-                    .is_some_and(|s| s.split_whitespace().any(|w| named.iter().any(|n| n == w)))
-                {
+                if said_by(&fragment, &named) {
                     boost *= 1.0 + self.config.speaker_boost;
                 }
                 found.push(Recalled {
@@ -633,6 +636,9 @@ impl Pipeline {
             if relevance.sufficient {
                 break;
             }
+        }
+        if self.config.reply_weight > 0.0 {
+            self.promote_replies(caller, &filter, &named, &mut found, &mut seen, rounds.len())?;
         }
         found.sort_by(|a, b| {
             b.score
@@ -875,6 +881,76 @@ impl Pipeline {
             .map(|f| f.id))
     }
 
+    /// In a dialogue the answer to a question is the next turn: the turn after each
+    /// of the best hits that asks something ranks at least `reply_weight` times as
+    /// high as the question (and is preferred as a named person's words are), found
+    /// already or fetched now (when the reader may see it).
+    fn promote_replies(
+        &self,
+        caller: &Caller<'_>,
+        filter: &colmem_core::ReadFilter,
+        named: &[String],
+        found: &mut Vec<Recalled>,
+        seen: &mut HashSet<FragmentId>,
+        round: usize,
+    ) -> Result<()> {
+        let mut best: Vec<(f64, String)> = found
+            .iter()
+            .filter(|h| {
+                h.fragment.granularity == Granularity::RawTurn && h.fragment.content.contains('?')
+            })
+            .filter_map(|h| {
+                let turn = h.fragment.provenance.source.turns.first()?;
+                Some((h.score, next_turn(turn)?))
+            })
+            .collect();
+        best.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let speaker_boost = |fragment: &Fragment| {
+            if said_by(fragment, named) {
+                1.0 + self.config.speaker_boost
+            } else {
+                1.0
+            }
+        };
+        for (score, next) in best.into_iter().take(REPLIES_FROM) {
+            let score = score * self.config.reply_weight;
+            if let Some(hit) = found.iter_mut().find(|h| {
+                h.fragment.granularity == Granularity::RawTurn
+                    && h.fragment.provenance.source.turns.first() == Some(&next)
+            }) {
+                hit.score = hit.score.max(score * speaker_boost(&hit.fragment));
+                continue;
+            }
+            let listed = self.store.list(
+                filter,
+                &ListQuery {
+                    key: Some(turn_key(&next)),
+                    granularity: Some(Granularity::RawTurn),
+                    limit: Some(1),
+                    ..ListQuery::default()
+                },
+            )?;
+            for fragment in listed
+                .into_iter()
+                .filter(|f| f.provenance.user == caller.user())
+            {
+                if seen.insert(fragment.id) {
+                    found.push(Recalled {
+                        score: score * speaker_boost(&fragment),
+                        fragment,
+                        fused: 0.0,
+                        vector: None,
+                        lexical: None,
+                        relevance: 0.0,
+                        route: RoundKind::RelatedTurns,
+                        round,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Raw turns of the hits' turns and their neighbours, that the reader may see.
     fn related_turns(
         &self,
@@ -959,6 +1035,9 @@ const REPLACED_LOOKBACK: usize = 200;
 /// How many of the speaker's recent facts a new fact is compared with.
 const RECENT_LOOKBACK: usize = 50;
 
+/// How many of the best question turns have their replies promoted.
+const REPLIES_FROM: usize = 10;
+
 /// The granularities tried after a route, in order.
 fn fallback(route: Route) -> Vec<Route> {
     match route {
@@ -995,6 +1074,11 @@ fn named_people(query: &str) -> Vec<String> {
     names
 }
 
+/// Whether one of the `named` people (lowercase) said what `fragment` holds.
+fn said_by(fragment: &Fragment, named: &[String]) -> bool {
+    speaker(fragment).is_some_and(|s| s.split_whitespace().any(|w| named.iter().any(|n| n == w)))
+}
+
 /// Who said what a fragment holds, lowercased: the speaker of a raw turn
 /// ("Name: text"), the subject a fact's or profile entry's key starts with.
 fn speaker(fragment: &Fragment) -> Option<String> {
@@ -1010,6 +1094,13 @@ fn speaker(fragment: &Fragment) -> Option<String> {
             .map(str::to_lowercase),
         _ => None,
     }
+}
+
+/// The turn after `D3:7`: `D3:8` (`None` for an id without a turn number).
+fn next_turn(turn: &str) -> Option<String> {
+    let (session, index) = turn.rsplit_once(':')?;
+    let index: u32 = index.parse().ok()?;
+    Some(format!("{session}:{}", index.checked_add(1)?))
 }
 
 /// `D3:7` and its neighbours `D3:6`, `D3:8` (within `width`); other ids only themselves.

@@ -434,6 +434,53 @@ fn a_correction_in_passing_answers_with_the_corrected_value() {
 }
 
 #[test]
+fn the_reply_to_a_matching_question_is_recalled_with_it() {
+    let (world, u, a) = one_pair();
+    let turns = [
+        (
+            "Assistant",
+            "What a lovely wedding photo! How long have you been married?",
+        ),
+        ("Dana", "Five years already, time flies."),
+        ("Dana", "My sister is getting married in June."),
+        ("Assistant", "How exciting! Is the wedding nearby?"),
+        ("Dana", "In Porto, at the old cathedral."),
+        (
+            "Dana",
+            "My parents have been married for a long time, forty years.",
+        ),
+        ("Dana", "It took a long time to plan our wedding."),
+        (
+            "Dana",
+            "My friend Ana got married last spring after a long engagement.",
+        ),
+        ("Dana", "How long does a marriage licence take to arrive?"),
+    ];
+    for (i, (speaker, text)) in turns.iter().enumerate() {
+        world.say(u, a, &format!("D1:{}", i + 1), speaker, text, "2023-06-01");
+    }
+    let caller = world.caller(u, a).unwrap();
+    let recall = world
+        .pipeline
+        .recall(
+            &caller,
+            "How long has Dana been married?",
+            &RecallOptions {
+                k: Some(4),
+                ..RecallOptions::default()
+            },
+        )
+        .unwrap();
+    let turns: Vec<&str> = recall
+        .hits
+        .iter()
+        .filter(|h| h.fragment.granularity == Granularity::RawTurn)
+        .map(|h| h.fragment.provenance.source.turns[0].as_str())
+        .collect();
+    assert!(turns.contains(&"D1:2"), "the reply is missing: {turns:?}");
+}
+
+#[test]
 fn a_mention_without_a_new_value_or_a_change_replaces_nothing() {
     let (world, u, a) = one_pair();
     world.say(
