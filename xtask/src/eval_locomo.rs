@@ -377,7 +377,12 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
         ..FusionConfig::default()
     };
     let mut harness = Harness::new(embedder.clone(), start, fusion)?;
-    let main = harness.pipeline(answer_roles(args)?, PipelineConfig::default());
+    // A semantic embedder reads the whole question; the offline one its content words.
+    let base = PipelineConfig {
+        embed_content_words: args.embedder == "offline",
+        ..PipelineConfig::default()
+    };
+    let main = harness.pipeline(answer_roles(args)?, base);
     let counter = ApproxTokenCounter;
 
     // Ingest every conversation as its own user.
@@ -423,7 +428,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
         Roles::offline(),
         PipelineConfig {
             exclusive_routing: true,
-            ..PipelineConfig::default()
+            ..base
         },
     );
     let single_round = harness.pipeline(
@@ -431,7 +436,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
         PipelineConfig {
             rounds: 0,
             store: Stored::default(),
-            ..PipelineConfig::default()
+            ..base
         },
     );
     let pipelines = Pipelines {

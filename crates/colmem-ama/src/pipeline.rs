@@ -123,6 +123,11 @@ pub struct PipelineConfig {
     /// usually is) ranks at least this share of the question's score; 0 turns it off.
     /// LoCoMo evidence recall@10: 0.629 off, 0.659 at 0.7, 0.676 at 0.9, 0.665 at 1.
     pub reply_weight: f64,
+    /// Embed only the query's content words, not its function words: right for the
+    /// lexical offline embedder, whose vectors would otherwise match any question
+    /// through "what" and "is" (LoCoMo evidence recall@10 0.676 → 0.684). Turn it
+    /// off for a semantic embedder, which reads whole sentences.
+    pub embed_content_words: bool,
 }
 
 impl Default for PipelineConfig {
@@ -137,6 +142,7 @@ impl Default for PipelineConfig {
             route_boost: 0.1,
             speaker_boost: 0.5,
             reply_weight: 0.9,
+            embed_content_words: true,
         }
     }
 }
@@ -531,6 +537,12 @@ impl Pipeline {
         let k = options.k.unwrap_or(plan.k).max(1);
         let filter = caller.filter().clone().with_view(options.view);
         let lexical = lexical_text(&plan.rewritten);
+        let content = crate::text::content_words(&plan.rewritten);
+        let vector_text = if self.config.embed_content_words && !content.is_empty() {
+            content.join(" ")
+        } else {
+            plan.rewritten.clone()
+        };
         let named = named_people(&plan.rewritten);
         // A preference for what the named people said reorders the hits: search
         // deeper so their words ranked just below k can rise into it.
@@ -541,7 +553,7 @@ impl Pipeline {
         };
         let vector = self
             .embedder
-            .embed(&[plan.rewritten.as_str()])
+            .embed(&[vector_text.as_str()])
             .map_err(Error::model("embedder"))?
             .pop()
             .ok_or_else(|| Error::InvalidInput("the embedder returned no vector".into()))?;
