@@ -443,9 +443,11 @@ impl Pipeline {
             // call wrote.
             if key.is_some()
                 && p.granularity == Granularity::RawTurn
-                && let Some(same) = self.held_turn(caller, &turn.dialogue_id, &p.memory.content)?
+                && let Some(same) = self
+                    .own_turn(caller, caller.filter(), &turn.dialogue_id)?
+                    .filter(|f| f.content == p.memory.content)
             {
-                kept.push(same);
+                kept.push(same.id);
                 continue;
             }
             let conflicts = if p.granularity == Granularity::Fact {
@@ -872,15 +874,15 @@ impl Pipeline {
         Ok(())
     }
 
-    /// The caller's own raw turn `dialogue_id` with this content, if it is stored.
-    fn held_turn(
+    /// The caller's own raw turn `dialogue_id`, if `filter` admits it.
+    fn own_turn(
         &self,
         caller: &Caller<'_>,
+        filter: &colmem_core::ReadFilter,
         dialogue_id: &str,
-        content: &str,
-    ) -> Result<Option<FragmentId>> {
+    ) -> Result<Option<Fragment>> {
         let listed = self.store.list(
-            caller.filter(),
+            filter,
             &ListQuery {
                 key: Some(turn_key(dialogue_id)),
                 granularity: Some(Granularity::RawTurn),
@@ -889,8 +891,7 @@ impl Pipeline {
         )?;
         Ok(listed
             .into_iter()
-            .find(|f| f.provenance.user == caller.user() && f.content == content)
-            .map(|f| f.id))
+            .find(|f| f.provenance.user == caller.user()))
     }
 
     /// In a dialogue the answer to a question is the next turn: the turn after each
@@ -933,31 +934,19 @@ impl Pipeline {
                 hit.score = hit.score.max(score * speaker_boost(&hit.fragment));
                 continue;
             }
-            let listed = self.store.list(
-                filter,
-                &ListQuery {
-                    key: Some(turn_key(&next)),
-                    granularity: Some(Granularity::RawTurn),
-                    limit: Some(1),
-                    ..ListQuery::default()
-                },
-            )?;
-            for fragment in listed
-                .into_iter()
-                .filter(|f| f.provenance.user == caller.user())
+            if let Some(fragment) = self.own_turn(caller, filter, &next)?
+                && seen.insert(fragment.id)
             {
-                if seen.insert(fragment.id) {
-                    found.push(Recalled {
-                        score: score * speaker_boost(&fragment),
-                        fragment,
-                        fused: 0.0,
-                        vector: None,
-                        lexical: None,
-                        relevance: 0.0,
-                        route: RoundKind::RelatedTurns,
-                        round,
-                    });
-                }
+                found.push(Recalled {
+                    score: score * speaker_boost(&fragment),
+                    fragment,
+                    fused: 0.0,
+                    vector: None,
+                    lexical: None,
+                    relevance: 0.0,
+                    route: RoundKind::RelatedTurns,
+                    round,
+                });
             }
         }
         Ok(())
@@ -982,20 +971,7 @@ impl Pipeline {
         }
         let mut out = Vec::new();
         for id in wanted {
-            let listed = self.store.list(
-                filter,
-                &ListQuery {
-                    key: Some(turn_key(&id)),
-                    granularity: Some(Granularity::RawTurn),
-                    limit: Some(1),
-                    ..ListQuery::default()
-                },
-            )?;
-            out.extend(
-                listed
-                    .into_iter()
-                    .filter(|f| f.provenance.user == caller.user()),
-            );
+            out.extend(self.own_turn(caller, filter, &id)?);
         }
         Ok(out)
     }
