@@ -352,9 +352,8 @@ impl Pipeline {
     /// [`Pipeline::remember`], safe to retry under `idempotency_key` (scoped to the
     /// caller's user): once a call with the key has finished, a call with it again
     /// (whatever its turn: the key decides) writes nothing and returns what the
-    /// first wrote, with `replayed` set. A retry
-    /// of a call that failed part-way finishes the work without a second copy of a
-    /// fact the failed call already wrote.
+    /// first wrote, with `replayed` set. A retry of a call that failed part-way
+    /// finishes the work without a second copy of a fact or turn already written.
     pub fn remember_keyed(
         &self,
         caller: &Caller<'_>,
