@@ -224,6 +224,21 @@ const SUPPORT_BAND: f64 = 0.2;
 /// where one works when its sentence says "handed in my notice … and start at Initech".
 const SENTENCE_SHARE: f64 = 0.8;
 
+/// What a fragment says, without the frame: a raw turn is "Speaker: text", an
+/// episode "On …, A and B talked about …. body".
+fn body(fragment: &Fragment) -> &str {
+    match fragment.granularity {
+        Granularity::RawTurn => fragment
+            .content
+            .split_once(": ")
+            .map_or(fragment.content.as_str(), |(_, t)| t),
+        Granularity::Episode => {
+            episode_parts(&fragment.content).map_or(fragment.content.as_str(), |(_, b)| b)
+        }
+        _ => fragment.content.as_str(),
+    }
+}
+
 /// The old state: the values of the replaced facts that no current evidence states
 /// on its own (a value that a current fact names, without having replaced anything and
 /// without announcing a change, stays current: "my sister lives in Paris" after "I
@@ -289,12 +304,12 @@ fn speakers(evidence: &[&Fragment]) -> Vec<String> {
 }
 
 /// Whether a question asks for a named thing: a "which", "where", "who" or "what"
-/// question ("what time", "what phone"), not a "how" or "why" one.
+/// question ("what time", "in what city"), not a "how" or "why" one.
 fn asks_for_value(question: &str) -> bool {
     let ws = crate::text::words(question);
     ws.iter()
         .any(|w| matches!(w.as_str(), "which" | "where" | "who" | "whose"))
-        || ws.first().is_some_and(|w| w == "what" || w == "what's")
+        || ws.iter().take(3).any(|w| w == "what" || w == "what's")
 }
 
 struct Candidate {
@@ -336,18 +351,7 @@ impl Answerer for EvidenceSpan {
         old.dedup();
         let mut clauses_of: Vec<(usize, &Fragment, String, String)> = Vec::new();
         for (rank, fragment) in evidence.iter().take(READ_TOP).enumerate() {
-            // A raw turn is "Speaker: text"; answer from the text.
-            // A raw turn is "Speaker: text", an episode "On …, A and B talked about …. body".
-            let text = match fragment.granularity {
-                Granularity::RawTurn => fragment
-                    .content
-                    .split_once(": ")
-                    .map_or(fragment.content.as_str(), |(_, t)| t),
-                Granularity::Episode => episode_parts(&fragment.content)
-                    .map_or(fragment.content.as_str(), |(_, body)| body),
-                _ => fragment.content.as_str(),
-            };
-            for (clause, sentence) in clauses(text) {
+            for (clause, sentence) in clauses(body(fragment)) {
                 if !old.iter().any(|v| mentions(&clause, v)) {
                     clauses_of.push((rank, fragment, clause, sentence));
                     continue;
