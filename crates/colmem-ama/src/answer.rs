@@ -480,4 +480,19 @@ mod tests {
         );
         assert!(corrections("I'm not, thankfully. I'm in accounts payable.").is_empty());
     }
+
+    #[test]
+    fn which_what_where_and_who_questions_ask_for_a_named_thing() {
+        for q in [
+            "In what city does Ben live currently?",
+            "What phone does Nia have now?",
+            "Which firm does Kwame work at?",
+            "Who is Kai's GP?",
+        ] {
+            assert!(asks_for_value(q), "{q}");
+        }
+        for q in ["How long are Wren's parents staying?", "Why did Mei move?"] {
+            assert!(!asks_for_value(q), "{q}");
+        }
+    }
 }
