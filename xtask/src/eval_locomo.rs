@@ -220,6 +220,9 @@ struct Summary {
     context_token_ratio: f64,
     questions: usize,
     leaks: usize,
+    /// Fragments deleted while the dialogue was remembered: two people talking to
+    /// each other give this memory no instruction to forget, so this should be 0.
+    ingest_deletions: usize,
     embedder: String,
     ingest_turns_per_s: f64,
     query_p50_ms: f64,
@@ -389,6 +392,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
     let mut users: Vec<UserId> = Vec::new();
     let mut whole_tokens: Vec<usize> = Vec::new();
     let mut ingested = 0usize;
+    let mut ingest_deletions = 0usize;
     let ingest_start = Instant::now();
     for conversation in &conversations {
         let user = harness.add_user(&conversation.sample_id)?;
@@ -408,7 +412,16 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
                 main.close_episode(&caller, previous)?;
             }
             session = Some(turn.session.clone());
-            main.remember(&caller, turn)?;
+            let done = main.remember(&caller, turn)?;
+            if args.verbose && !done.deleted.is_empty() {
+                println!(
+                    "DELETED {} fragments on {}: {}",
+                    done.deleted.len(),
+                    turn.dialogue_id,
+                    turn.text
+                );
+            }
+            ingest_deletions += done.deleted.len();
             ingested += 1;
         }
         if let Some(last) = &session {
@@ -519,10 +532,11 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
     }
     let ama = &tallies[0];
     println!(
-        "questions {}, context tokens per question {:.2}% of the conversation, leaks {}",
+        "questions {}, context tokens per question {:.2}% of the conversation, leaks {}, fragments deleted while ingesting {}",
         ama.questions(),
         mean(&ama.context_ratio) * 100.0,
-        leaks
+        leaks,
+        ingest_deletions
     );
     if args.answer {
         println!(
@@ -544,6 +558,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
             context_token_ratio: mean(&ama.context_ratio),
             questions: ama.questions(),
             leaks,
+            ingest_deletions,
             embedder: embedder.id().to_owned(),
             ingest_turns_per_s: ingested as f64 / ingest_s.max(1e-9),
             query_p50_ms: percentile(&ama.query_ms, 0.5),

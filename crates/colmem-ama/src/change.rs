@@ -655,6 +655,24 @@ const RECORD_WORDS: &[&str] = &[
     "what",
 ];
 
+/// Words an object of an ambiguous forget verb starts with.
+const OBJECT_STARTS: &[&str] = &[
+    "my",
+    "our",
+    "the",
+    "that",
+    "this",
+    "those",
+    "these",
+    "it",
+    "them",
+    "everything",
+    "all",
+    "what",
+    "any",
+    "every",
+];
+
 /// Words before a forget verb that make it reported speech or something other than an
 /// instruction to this memory.
 const NOT_AN_INSTRUCTION: &[&str] = &[
@@ -737,6 +755,16 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
             let of_a_record = words(rest)
                 .iter()
                 .any(|w| RECORD_WORDS.contains(&w.as_str()));
+            // "Remove", "drop", "clear" and "wipe" forget only what they take as their
+            // object ("remove my passport number"), not in "the sky was so clear and
+            // filled with stars".
+            let ambiguous = matches!(verb.as_str(), "remove" | "drop" | "clear" | "wipe");
+            let has_object = words(rest)
+                .first()
+                .is_some_and(|w| OBJECT_STARTS.contains(&w.as_str()));
+            if ambiguous && !has_object {
+                continue;
+            }
             // "Scratch that, it's United" corrects what follows; "scratch what I said
             // about my salary" forgets.
             let correcting =
@@ -945,6 +973,8 @@ mod tests {
         .unwrap();
         assert_eq!(f.about, vec!["lawsuit"]);
         assert!(forget_instruction("Get rid of my ex-husband's address now.").is_some());
+        assert!(forget_instruction("Remove my passport number, that was a mistake.").is_some());
+        assert!(forget_instruction("Kindly clear my date of birth from memory.").is_some());
         let f = forget_instruction("You can discard the info on my credit score.").unwrap();
         assert!(f.about.contains(&"credit".to_owned()), "{f:?}");
         let f =
@@ -968,6 +998,8 @@ mod tests {
             "I always lose my keys.",
             "You can lose weight by walking.",
             "Scratch that, I looked at the confirmation: it's United, not Delta.",
+            "The sky was so clear and filled with stars, and the meteor shower was amazing.",
+            "Drop by whenever you like, and clear up after the party if you can.",
         ] {
             assert_eq!(forget_instruction(text), None, "{text}");
         }
