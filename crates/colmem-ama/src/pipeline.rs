@@ -128,6 +128,9 @@ pub struct PipelineConfig {
     /// through "what" and "is" (LoCoMo evidence recall@10 0.676 → 0.684). Turn it
     /// off for a semantic embedder, which reads whole sentences.
     pub embed_content_words: bool,
+    /// How much what was said in the month a query names ("in June", "May 2023"),
+    /// or in the month after it, is preferred (LoCoMo evidence recall@10 0.693 → 0.698).
+    pub time_boost: f64,
 }
 
 impl Default for PipelineConfig {
@@ -143,6 +146,7 @@ impl Default for PipelineConfig {
             speaker_boost: 0.5,
             reply_weight: 0.9,
             embed_content_words: true,
+            time_boost: 0.5,
         }
     }
 }
@@ -545,9 +549,13 @@ impl Pipeline {
             plan.rewritten.clone()
         };
         let named = named_people(&plan.rewritten);
-        // A preference for what the named people said reorders the hits: search
-        // deeper so their words ranked just below k can rise into it.
-        let depth = if named.is_empty() || self.config.speaker_boost <= 0.0 {
+        let month = named_month(query);
+        // A preference for what the named people said, or for the month the query
+        // names, reorders the hits: search deeper so what ranked just below k can
+        // rise into it.
+        let depth = if (named.is_empty() || self.config.speaker_boost <= 0.0)
+            && (month.is_none() || self.config.time_boost <= 0.0)
+        {
             k
         } else {
             k * 2
@@ -634,6 +642,9 @@ impl Pipeline {
                 };
                 if said_by(&fragment, &named) {
                     boost *= 1.0 + self.config.speaker_boost;
+                }
+                if month.is_some_and(|m| told_in(fragment.validity.from(), m)) {
+                    boost *= 1.0 + self.config.time_boost;
                 }
                 found.push(Recalled {
                     score: fused * boost + rel * self.config.relevance_weight,
@@ -1061,6 +1072,57 @@ fn named_people(query: &str) -> Vec<String> {
     names
 }
 
+/// The month a query names, with its year when given: "in June" → (6, None),
+/// "May 2023" → (5, Some(2023)). "may" in lowercase is the verb, not the month.
+fn named_month(query: &str) -> Option<(i8, Option<i16>)> {
+    const MONTHS: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let words: Vec<&str> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        let lower = w.to_lowercase();
+        let Some(index) = MONTHS.iter().position(|m| *m == lower) else {
+            continue;
+        };
+        if lower == "may" && *w != "May" {
+            continue;
+        }
+        let year = words
+            .get(i + 1)
+            .and_then(|y| y.parse::<i16>().ok())
+            .filter(|y| (1900..=2200).contains(y));
+        return i8::try_from(index + 1).ok().map(|m| (m, year));
+    }
+    None
+}
+
+/// Whether `t` falls in `month` (of its year, if given) or the month after it: an
+/// event is often told a few weeks after it happened.
+fn told_in(t: colmem_core::Timestamp, (month, year): (i8, Option<i16>)) -> bool {
+    let Ok(ts) = jiff::Timestamp::from_millisecond(t.as_millis()) else {
+        return false;
+    };
+    let date = ts.to_zoned(jiff::tz::TimeZone::UTC).date();
+    let (m, y) = (date.month(), date.year());
+    let after = if month == 12 { 1 } else { month + 1 };
+    let same_year = |y_event: i16| year.is_none_or(|want| want == y_event);
+    (m == month && same_year(y)) || (m == after && same_year(if after == 1 { y - 1 } else { y }))
+}
+
 /// Whether one of the `named` people (lowercase) said what `fragment` holds.
 fn said_by(fragment: &Fragment, named: &[String]) -> bool {
     speaker(fragment).is_some_and(|s| s.split_whitespace().any(|w| named.iter().any(|n| n == w)))
@@ -1110,4 +1172,33 @@ enum Step {
     Search(RoundKind, Vec<Granularity>),
     /// Fetch the turns related to the hits so far.
     Related,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_names_a_month_by_its_name_not_by_the_verb_may() {
+        assert_eq!(
+            named_month("When did Mel go camping in June?"),
+            Some((6, None))
+        );
+        assert_eq!(
+            named_month("What happened in May 2023?"),
+            Some((5, Some(2023)))
+        );
+        assert_eq!(named_month("What may Dana like?"), None);
+        assert_eq!(named_month("Where does Dana live?"), None);
+    }
+
+    #[test]
+    fn what_was_told_in_a_month_or_the_one_after_it_counts_for_it() {
+        let at = |s: &str| colmem_core::Timestamp::parse(s).unwrap();
+        assert!(told_in(at("2023-06-20"), (6, None)));
+        assert!(told_in(at("2023-07-03"), (6, Some(2023))));
+        assert!(!told_in(at("2023-08-01"), (6, None)));
+        assert!(!told_in(at("2022-06-20"), (6, Some(2023))));
+        assert!(told_in(at("2024-01-05"), (12, Some(2023))));
+    }
 }
