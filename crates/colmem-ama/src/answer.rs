@@ -14,7 +14,7 @@ use crate::change::{announces_change, attributes};
 use crate::constructor::episode_parts;
 use crate::error::Result;
 use crate::judge::stem;
-use crate::text::{content_words, sentences};
+use crate::text::{MONTHS, content_words, sentences};
 use crate::values::{mentions, named};
 
 /// An answer with the evidence it rests on.
@@ -47,7 +47,8 @@ const READ_TOP: usize = 10;
 /// Below this coverage nothing is answered.
 const MIN_COVERAGE: f64 = 0.3;
 
-/// Words that place a question in time rather than name what it asks about.
+/// Words that place a question in time rather than name what it asks about (with the
+/// months).
 const TEMPORAL: &[&str] = &[
     "now",
     "currently",
@@ -72,18 +73,6 @@ const TEMPORAL: &[&str] = &[
     "autumn",
     "fall",
     "winter",
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
     "year",
     "month",
     "week",
@@ -101,6 +90,7 @@ fn topic(question: &str) -> Vec<String> {
         .into_iter()
         .filter(|w| {
             !TEMPORAL.contains(&w.as_str())
+                && !MONTHS.contains(&w.as_str())
                 && !lexicon.contains(&w.as_str())
                 && !w.chars().all(|c| c.is_ascii_digit())
         })

@@ -1075,27 +1075,13 @@ fn named_people(query: &str) -> Vec<String> {
 /// The month a query names, with its year when given: "in June" → (6, None),
 /// "May 2023" → (5, Some(2023)). "may" in lowercase is the verb, not the month.
 fn named_month(query: &str) -> Option<(i8, Option<i16>)> {
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
     let words: Vec<&str> = query
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
     for (i, w) in words.iter().enumerate() {
         let lower = w.to_lowercase();
-        let Some(index) = MONTHS.iter().position(|m| *m == lower) else {
+        let Some(index) = crate::text::MONTHS.iter().position(|m| *m == lower) else {
             continue;
         };
         if lower == "may" && *w != "May" {

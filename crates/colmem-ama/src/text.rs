@@ -14,6 +14,22 @@ pub const STOPWORDS: &[&str] = &[
     "im", "ive", "dont", "it's", "i'm",
 ];
 
+/// The months, lowercase, January first.
+pub const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
 /// Lowercase words (letters, digits and inner apostrophes).
 pub fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\''))

@@ -16,7 +16,7 @@
 //!
 //! Values are lowercase; [`mentions`] matches them on word boundaries.
 
-use crate::text::STOPWORDS;
+use crate::text::{MONTHS, STOPWORDS};
 
 /// Lowercase words that join the capitalised words of one name.
 const CONNECTORS: &[&str] = &[
@@ -24,20 +24,8 @@ const CONNECTORS: &[&str] = &[
     "y", "e",
 ];
 
-/// Months and weekdays: they date a statement.
-const MONTHS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
+/// Month abbreviations and weekdays: with the months, they date a statement.
+const DATE_WORDS: &[&str] = &[
     "jan",
     "feb",
     "mar",
@@ -66,6 +54,10 @@ const MONTHS: &[&str] = &[
     "saturdays",
     "sundays",
 ];
+
+fn is_date_word(word: &str) -> bool {
+    MONTHS.contains(&word) || DATE_WORDS.contains(&word)
+}
 
 /// Words that often open a sentence without naming anything: fillers, determiners,
 /// adverbs and the imperatives of requests.
@@ -337,14 +329,14 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
     let tokens = tokens(text);
     let is_name_part = |i: usize| -> bool {
         let t = &tokens[i];
-        if t.core.is_empty() || names.contains(&t.core) || MONTHS.contains(&t.core.as_str()) {
+        if t.core.is_empty() || names.contains(&t.core) || is_date_word(&t.core) {
             return false;
         }
         if t.digits {
             // The day number and the year of a date are not values.
             let near_month = |j: Option<usize>| {
                 j.and_then(|j| tokens.get(j))
-                    .is_some_and(|n| MONTHS.contains(&n.core.as_str()))
+                    .is_some_and(|n| is_date_word(&n.core))
             };
             return !is_year(&t.core) && !near_month(i.checked_sub(1)) && !near_month(Some(i + 1));
         }
