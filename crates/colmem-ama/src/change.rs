@@ -581,6 +581,50 @@ pub fn announces_change(text: &str) -> bool {
         || is_correction(&lower)
 }
 
+/// Words and phrases that say something held has ended, whether or not anything
+/// replaces it: "Rakuten laid off my whole group", "my Trek is gone".
+const END_CUES: &[&str] = &[
+    "quit",
+    "resigned",
+    "fired",
+    "laid off",
+    "let go",
+    "sold",
+    "stolen",
+    "died",
+    "passed away",
+    "broke up",
+    "parted ways",
+    "no longer",
+    "not anymore",
+    "gave up",
+    "moved out",
+    "closed down",
+    "shut down",
+    "cancelled",
+    "canceled",
+    "ended",
+    "gone",
+    "retired",
+    "scrapped",
+    "totaled",
+    "totalled",
+    "written off",
+];
+
+/// Whether a statement says that something held has ended (see [`END_CUES`]).
+pub fn announces_end(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let ws = words(&lower);
+    END_CUES.iter().any(|cue| {
+        if cue.contains(' ') {
+            lower.contains(cue)
+        } else {
+            ws.iter().any(|w| w == cue)
+        }
+    })
+}
+
 /// Whether a statement corrects an earlier one.
 pub fn is_correction(text: &str) -> bool {
     let lower = text.to_lowercase();

@@ -8,7 +8,7 @@
 use colmem_core::{Fragment, FragmentId};
 use serde::{Deserialize, Serialize};
 
-use crate::change::{announces_change, is_correction};
+use crate::change::{announces_change, announces_end, is_correction};
 use crate::constructor::Memory;
 use crate::error::Result;
 use crate::text::{content_words, jaccard};
@@ -157,10 +157,13 @@ impl Judge for OfflineJudge {
     /// turn that names (a distinctive word of) one of its values ("I handed in my notice at Globex and start at
     /// Initech"), or for a correction enough shared words. A statement that names no
     /// value ("onboarding finally wrapped up") replaces nothing; a held fact without a
-    /// value gives way to one with the same key that announces a change.
+    /// value gives way to one with the same key that announces a change. A statement
+    /// that something ended and names every value of a held fact ("Rakuten laid off my
+    /// whole group") closes it even with nothing in its place.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         let corrected = is_correction(&new.content) || is_correction(said);
         let changed = corrected || announces_change(&new.content) || announces_change(said);
+        let ended = announces_end(&new.content) || announces_end(said);
         let reason = if corrected {
             ConflictReason::Corrected
         } else {
@@ -180,8 +183,9 @@ impl Judge for OfflineJudge {
                 _ => true,
             };
             let old_values = named(&f.content, &names);
+            let names_held = keys_agree && old_values.iter().any(|v| touches(said, v));
             let related = same_key
-                || (keys_agree && old_values.iter().any(|v| touches(said, v)))
+                || names_held
                 || (corrected
                     && keys_agree
                     && jaccard(&content_words(&f.content), &new_words)
@@ -195,7 +199,10 @@ impl Judge for OfflineJudge {
             let stale = if old_values.is_empty() {
                 same_key && (changed || (self.config.latest_wins && brings_new))
             } else {
-                brings_new && (changed || (same_key && self.config.latest_wins))
+                // An end named ("Rakuten laid off my group") closes a fact all of
+                // whose values it names, whether or not something takes their place.
+                (brings_new && (changed || (same_key && self.config.latest_wins)))
+                    || (ended && keys_agree && old_values.iter().all(|v| touches(said, v)))
             };
             if stale {
                 out.push(Conflict {

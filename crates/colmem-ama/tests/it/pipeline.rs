@@ -525,6 +525,58 @@ fn a_mention_without_a_new_value_or_a_change_replaces_nothing() {
 }
 
 #[test]
+fn an_end_that_names_every_value_of_a_fact_closes_it() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "I've been a designer at Rakuten for four years.",
+        "2023-01-10",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "I test software at Contoso, on a project called Atlas.",
+        "2023-01-12",
+    );
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "Rakuten laid off my whole group this morning.",
+        "2023-03-15",
+    );
+    // Ends one of a fact's two values: the other still holds.
+    world.say(u, a, "D1:4", "Dana", "Atlas is cancelled.", "2023-03-20");
+    let current = stored(&world, u, a);
+    let fact_with = |text: &str| {
+        current
+            .iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains(text))
+    };
+    assert!(
+        !fact_with("designer at Rakuten"),
+        "the ended employment is still current: {current:?}"
+    );
+    assert!(
+        fact_with("Contoso"),
+        "a fact was closed by the end of only one of its values: {current:?}"
+    );
+    let at = Timestamp::parse("2023-02-01").unwrap();
+    let (_, then) = world.ask(u, a, "Where did Dana work?", View::WorldAsOf(at));
+    assert!(
+        then.iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains("Rakuten")),
+        "the history read lost the old state: {then:?}"
+    );
+}
+
+#[test]
 fn only_the_users_own_instruction_deletes() {
     let (world, u, a) = one_pair();
     world.say(
