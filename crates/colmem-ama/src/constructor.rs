@@ -313,8 +313,26 @@ impl OfflineConstructor {
 
 impl Constructor for OfflineConstructor {
     fn observe(&self, turn: &TurnInput, open_episode: &mut Vec<TurnInput>) -> Result<Construction> {
+        let mut raw = self.raw(turn);
+        // A reply is found by the words of what it answers: "It was Matt Patterson"
+        // answers "Who performed at the concert?".
+        if let Some(asked) = open_episode
+            .last()
+            .filter(|t| t.session == turn.session && t.text.contains('?'))
+        {
+            let questions: String = sentences(&asked.text)
+                .into_iter()
+                .filter(|s| s.ends_with('?'))
+                .collect::<Vec<_>>()
+                .join(" ");
+            for word in content_words(&questions) {
+                if !raw.keywords.contains(&word) {
+                    raw.keywords.push(word);
+                }
+            }
+        }
         let mut out = Construction {
-            raw: vec![self.raw(turn)],
+            raw: vec![raw],
             facts: self.facts(turn),
             profile: self.profile(turn),
             episodes: Vec::new(),
@@ -766,6 +784,42 @@ mod tests {
             time: colmem_core::Timestamp::parse("2023-05-08T13:56:00Z").ok(),
             origin: Origin::User,
         }
+    }
+
+    #[test]
+    fn a_reply_carries_the_words_of_the_question_it_answers() {
+        let c = OfflineConstructor::default();
+        let mut open = Vec::new();
+        c.observe(
+            &turn(
+                "D1:1",
+                "Caroline",
+                "Wow, that sounds fun! Who performed at the concert?",
+            ),
+            &mut open,
+        )
+        .unwrap();
+        let reply = c
+            .observe(
+                &turn("D1:2", "Melanie", "It was Matt Patterson, so talented!"),
+                &mut open,
+            )
+            .unwrap();
+        let keywords = &reply.raw[0].keywords;
+        assert!(
+            keywords.iter().any(|k| k == "performed") && keywords.iter().any(|k| k == "concert"),
+            "{keywords:?}"
+        );
+        // Words of the asking turn that ask nothing are not carried.
+        assert!(!keywords.iter().any(|k| k == "fun"), "{keywords:?}");
+        // A turn after a statement carries nothing of it.
+        let next = c
+            .observe(
+                &turn("D1:3", "Caroline", "I saw him live in Boston."),
+                &mut open,
+            )
+            .unwrap();
+        assert!(!next.raw[0].keywords.iter().any(|k| k == "patterson"));
     }
 
     #[test]

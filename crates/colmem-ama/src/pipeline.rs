@@ -131,6 +131,10 @@ pub struct PipelineConfig {
     /// How much what was said in the month a query names ("in June", "May 2023"),
     /// or in the month after it, is preferred (LoCoMo evidence recall@10 0.693 → 0.698).
     pub time_boost: f64,
+    /// The turns either side of a hit that asks nothing rank at least this share of
+    /// its score; 0 turns it off. With it the reply to a neighbour is promoted too
+    /// (LoCoMo evidence recall@25: 0.793 off, 0.816 at 0.5; recall@10 0.702 → 0.703).
+    pub context_weight: f64,
 }
 
 impl Default for PipelineConfig {
@@ -147,6 +151,7 @@ impl Default for PipelineConfig {
             reply_weight: 0.9,
             embed_content_words: true,
             time_boost: 0.5,
+            context_weight: 0.5,
         }
     }
 }
@@ -661,8 +666,12 @@ impl Pipeline {
                 break;
             }
         }
-        if self.config.reply_weight > 0.0 {
-            self.promote_replies(caller, &filter, &named, &mut found, &mut seen, rounds.len())?;
+        if self.config.reply_weight > 0.0 || self.config.context_weight > 0.0 {
+            // Twice, so a neighbour's reply counts too: "Check out my painting!" →
+            // "What inspired it?" → the answer.
+            for _ in 0..PROMOTION_PASSES {
+                self.promote_replies(caller, &filter, &named, &mut found, &mut seen, rounds.len())?;
+            }
         }
         found.sort_by(|a, b| {
             b.score
@@ -907,7 +916,8 @@ impl Pipeline {
     /// In a dialogue the answer to a question is the next turn: the turn after each
     /// of the best hits that asks something ranks at least `reply_weight` times as
     /// high as the question (and is preferred as a named person's words are), found
-    /// already or fetched now (when the reader may see it).
+    /// already or fetched now (when the reader may see it). The turns either side of
+    /// the best hits that ask nothing rank at least `context_weight` times as high.
     fn promote_replies(
         &self,
         caller: &Caller<'_>,
@@ -917,16 +927,29 @@ impl Pipeline {
         seen: &mut HashSet<FragmentId>,
         round: usize,
     ) -> Result<()> {
-        let mut best: Vec<(f64, String)> = found
-            .iter()
-            .filter(|h| {
-                h.fragment.granularity == Granularity::RawTurn && h.fragment.content.contains('?')
-            })
-            .filter_map(|h| {
-                let turn = h.fragment.provenance.source.turns.first()?;
-                Some((h.score, next_turn(turn)?))
-            })
+        let turn_hits = || {
+            found
+                .iter()
+                .filter(|h| h.fragment.granularity == Granularity::RawTurn)
+                .filter_map(|h| Some((h, h.fragment.provenance.source.turns.first()?)))
+        };
+        let mut best: Vec<(f64, String)> = turn_hits()
+            .filter(|(h, _)| self.config.reply_weight > 0.0 && h.fragment.content.contains('?'))
+            .filter_map(|(h, turn)| Some((h.score * self.config.reply_weight, next_turn(turn)?)))
             .collect();
+        best.sort_by(|a, b| b.0.total_cmp(&a.0));
+        best.truncate(REPLIES_FROM);
+        if self.config.context_weight > 0.0 {
+            let mut statements: Vec<(&Recalled, &String)> = turn_hits()
+                .filter(|(h, _)| !h.fragment.content.contains('?'))
+                .collect();
+            statements.sort_by(|a, b| b.0.score.total_cmp(&a.0.score));
+            for (h, turn) in statements.into_iter().take(CONTEXT_FROM) {
+                for other in neighbours(turn, 1).into_iter().filter(|t| t != turn) {
+                    best.push((h.score * self.config.context_weight, other));
+                }
+            }
+        }
         best.sort_by(|a, b| b.0.total_cmp(&a.0));
         let speaker_boost = |fragment: &Fragment| {
             if said_by(fragment, named) {
@@ -935,8 +958,7 @@ impl Pipeline {
                 1.0
             }
         };
-        for (score, next) in best.into_iter().take(REPLIES_FROM) {
-            let score = score * self.config.reply_weight;
+        for (score, next) in best {
             if let Some(hit) = found.iter_mut().find(|h| {
                 h.fragment.granularity == Granularity::RawTurn
                     && h.fragment.provenance.source.turns.first() == Some(&next)
@@ -1035,6 +1057,11 @@ const RECENT_LOOKBACK: usize = 50;
 
 /// How many of the best question turns have their replies promoted.
 const REPLIES_FROM: usize = 10;
+/// How many of the best turns that ask nothing have their neighbours promoted.
+const CONTEXT_FROM: usize = 5;
+/// How many times replies and neighbours are promoted: the second pass reaches the
+/// reply to a promoted neighbour.
+const PROMOTION_PASSES: usize = 2;
 
 /// The granularities tried after a route, in order.
 fn fallback(route: Route) -> Vec<Route> {

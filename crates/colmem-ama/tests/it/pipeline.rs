@@ -488,6 +488,65 @@ fn the_reply_to_a_matching_question_is_recalled_with_it() {
 }
 
 #[test]
+fn the_reply_to_a_question_about_a_matching_turn_is_recalled_with_it() {
+    let (world, u, a) = one_pair();
+    let turns = [
+        (
+            "Dana",
+            "Check out the painting I made for the art show next month!",
+        ),
+        (
+            "Assistant",
+            "Gorgeous colours! Where did the idea come from?",
+        ),
+        (
+            "Dana",
+            "A walk along the harbour at dawn, with the fog rolling in.",
+        ),
+        (
+            "Dana",
+            "The art show is in the old library; my painting hangs by the door.",
+        ),
+    ];
+    for (i, (speaker, text)) in turns.iter().enumerate() {
+        world.say(u, a, &format!("D1:{}", i + 1), speaker, text, "2023-06-01");
+    }
+    // Many turns that share a word with the question outrank the answer, which shares
+    // none, unless it is promoted as the reply to a neighbour of a matching turn.
+    for i in 0..40 {
+        let text = format!(
+            "Episode {i} of that cooking show aired on channel {}.",
+            i + 2
+        );
+        world.say(u, a, &format!("D2:{}", i + 1), "Dana", &text, "2023-06-02");
+    }
+    let caller = world.caller(u, a).unwrap();
+    let recall = world
+        .pipeline
+        .recall(
+            &caller,
+            "What inspired Dana's painting for the art show?",
+            &RecallOptions {
+                k: Some(20),
+                ..RecallOptions::default()
+            },
+        )
+        .unwrap();
+    let hits: Vec<(f64, &str)> = recall
+        .hits
+        .iter()
+        .map(|h| (h.score, h.fragment.content.as_str()))
+        .collect();
+    assert!(
+        recall
+            .hits
+            .iter()
+            .any(|h| h.fragment.provenance.source.turns == ["D1:3"]),
+        "the answer two turns after the matching one is missing: {hits:#?}"
+    );
+}
+
+#[test]
 fn a_mention_without_a_new_value_or_a_change_replaces_nothing() {
     let (world, u, a) = one_pair();
     world.say(
