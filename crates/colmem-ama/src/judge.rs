@@ -162,8 +162,9 @@ impl Judge for OfflineJudge {
     /// whole group") closes it even with nothing in its place.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         let corrected = is_correction(&new.content) || is_correction(said);
-        let changed = corrected || announces_change(&new.content) || announces_change(said);
         let ended = announces_end(&new.content) || announces_end(said);
+        let changed =
+            corrected || ended || announces_change(&new.content) || announces_change(said);
         let reason = if corrected {
             ConflictReason::Corrected
         } else {

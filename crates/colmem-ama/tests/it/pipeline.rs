@@ -636,6 +636,35 @@ fn an_end_that_names_every_value_of_a_fact_closes_it() {
 }
 
 #[test]
+fn an_end_that_brings_what_follows_replaces_the_fact_it_ends() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "Audit season at Deloitte means I basically live at the client's office.",
+        "2022-02-07",
+    );
+    // No change cue ("moved", "new", "now"): the end of one value and the next one.
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "After five years, Deloitte and I parted ways, and Accenture snapped me up.",
+        "2022-07-25",
+    );
+    let current = stored(&world, u, a);
+    assert!(
+        !current
+            .iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains("Audit season")),
+        "the ended employment is still current: {current:?}"
+    );
+}
+
+#[test]
 fn only_the_users_own_instruction_deletes() {
     let (world, u, a) = one_pair();
     world.say(
