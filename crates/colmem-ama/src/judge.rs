@@ -99,9 +99,14 @@ impl OfflineJudge {
     }
 }
 
-/// A crude stem: the first five characters of a lowercase word.
+/// A crude stem: the first five characters of a lowercase word, irregular verbs taken
+/// to their base form first ("bought" and "buy" share the stem "buy").
 pub fn stem(word: &str) -> String {
-    word.chars().take(5).collect()
+    colmem_index::base_form(word)
+        .unwrap_or(word)
+        .chars()
+        .take(5)
+        .collect()
 }
 
 /// The share of the query's content stems that `text` contains.

@@ -17,11 +17,13 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
+    Token, TokenFilter, TokenStream, Tokenizer,
 };
 use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::admit::Admit;
 use crate::error::{Error, Result};
+use crate::lemma::base_form;
 use crate::lexical::{LexicalHit, LexicalIndex};
 
 const BACKEND: &str = "tantivy";
@@ -77,8 +79,54 @@ fn english() -> Result<TextAnalyzer> {
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
         .filter(stop_words)
+        .filter(BaseForms)
         .filter(Stemmer::new(Language::English))
         .build())
+}
+
+/// Takes irregular verbs to their base form ([`base_form`]) before stemming.
+#[derive(Clone, Copy)]
+struct BaseForms;
+
+impl TokenFilter for BaseForms {
+    type Tokenizer<T: Tokenizer> = BaseFormsFilter<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> BaseFormsFilter<T> {
+        BaseFormsFilter(tokenizer)
+    }
+}
+
+#[derive(Clone)]
+struct BaseFormsFilter<T>(T);
+
+impl<T: Tokenizer> Tokenizer for BaseFormsFilter<T> {
+    type TokenStream<'a> = BaseFormsStream<T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        BaseFormsStream(self.0.token_stream(text))
+    }
+}
+
+struct BaseFormsStream<S>(S);
+
+impl<S: TokenStream> TokenStream for BaseFormsStream<S> {
+    fn advance(&mut self) -> bool {
+        if !self.0.advance() {
+            return false;
+        }
+        if let Some(base) = base_form(&self.0.token().text) {
+            self.0.token_mut().text = base.to_owned();
+        }
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.0.token()
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.0.token_mut()
+    }
 }
 
 impl Live {

@@ -334,6 +334,13 @@ pub fn lexical(factory: &dyn Fn() -> Box<dyn LexicalIndex>) -> Result<(), Failur
     ensure(lexical_ids(&found).contains(&5), || {
         "'garden' matches 'Gardens' (stemming)".into()
     })?;
+    let found = io(
+        "search",
+        index.search("where did the cats sit", 10, &Admit::All),
+    )?;
+    ensure(lexical_ids(&found).first() == Some(&1), || {
+        "'sit' matches 'sat' (irregular verbs in their base form)".into()
+    })?;
     let found = io("search", index.search("the of and", 10, &Admit::All))?;
     ensure(found.is_empty(), || {
         "a query of stop words matches nothing".into()

@@ -22,6 +22,7 @@ mod granularity;
 #[cfg(feature = "usearch")]
 mod hnsw;
 mod hybrid;
+mod lemma;
 mod lexical;
 mod partition;
 mod postings;
@@ -39,6 +40,7 @@ pub use hybrid::{
     CatchUp, FusionConfig, Hit, HybridConfig, HybridIndex, OpenReport, Plan, PlannerConfig, Query,
     Signal, Strategy,
 };
+pub use lemma::base_form;
 pub use lexical::{LexicalHit, LexicalIndex, MemoryBm25, analyze};
 pub use postings::AccessPostings;
 pub use roaring::RoaringTreemap;

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// The snapshot format; bump it when the layout changes (old snapshots are rebuilt).
-pub(crate) const FORMAT: u32 = 3;
+/// The snapshot format; bump it when the layout or the lexical analyzer changes (old
+/// snapshots are rebuilt).
+pub(crate) const FORMAT: u32 = 4;
 const MANIFEST: &str = "manifest.json";
 pub(crate) const CURRENT: &str = "current";
 const NEXT: &str = "next";

@@ -463,7 +463,7 @@ fn a_snapshot_of_an_older_format_is_rebuilt() {
     drop(open(dir.path(), make, Some("emb-1"), &feed));
     let manifest = dir.path().join("current").join("manifest.json");
     let text = std::fs::read_to_string(&manifest).unwrap();
-    let old = text.replacen("\"format\": 3", "\"format\": 2", 1);
+    let old = text.replacen("\"format\": 4", "\"format\": 3", 1);
     assert_ne!(old, text, "the manifest names its format");
     std::fs::write(&manifest, old).unwrap();
     std::fs::remove_file(dir.path().join("current").join("granularity.bin")).unwrap();

@@ -1,0 +1,142 @@
+//! The base form of irregular English verbs, so a question in the present ("what did
+//! she buy?", "when did he go?") finds a statement in the past ("I bought", "we went").
+//! Suffix stemmers (Snowball, the `-ed`/`-ing` stripper of [`crate::analyze`]) leave
+//! these forms apart; both lexical backends map them before stemming.
+//!
+//! Forms that are as often another word are left out ("left", "rose", "lay", "bore").
+
+/// The base form of `word` (lowercase) when it is the past tense or past participle of
+/// an irregular verb.
+pub fn base_form(word: &str) -> Option<&'static str> {
+    IRREGULAR
+        .binary_search_by(|(form, _)| (*form).cmp(word))
+        .ok()
+        .map(|i| IRREGULAR[i].1)
+}
+
+/// (inflected form, base form), sorted by form.
+const IRREGULAR: &[(&str, &str)] = &[
+    ("ate", "eat"),
+    ("awoke", "awake"),
+    ("beaten", "beat"),
+    ("became", "become"),
+    ("began", "begin"),
+    ("begun", "begin"),
+    ("bent", "bend"),
+    ("bitten", "bite"),
+    ("blew", "blow"),
+    ("blown", "blow"),
+    ("bought", "buy"),
+    ("broke", "break"),
+    ("broken", "break"),
+    ("brought", "bring"),
+    ("built", "build"),
+    ("burnt", "burn"),
+    ("came", "come"),
+    ("caught", "catch"),
+    ("chose", "choose"),
+    ("chosen", "choose"),
+    ("dealt", "deal"),
+    ("drank", "drink"),
+    ("drawn", "draw"),
+    ("dreamt", "dream"),
+    ("drew", "draw"),
+    ("driven", "drive"),
+    ("drove", "drive"),
+    ("drunk", "drink"),
+    ("dug", "dig"),
+    ("eaten", "eat"),
+    ("fallen", "fall"),
+    ("fed", "feed"),
+    ("fell", "fall"),
+    ("felt", "feel"),
+    ("flew", "fly"),
+    ("flown", "fly"),
+    ("forgave", "forgive"),
+    ("forgiven", "forgive"),
+    ("forgot", "forget"),
+    ("forgotten", "forget"),
+    ("fought", "fight"),
+    ("found", "find"),
+    ("froze", "freeze"),
+    ("frozen", "freeze"),
+    ("gave", "give"),
+    ("given", "give"),
+    ("gone", "go"),
+    ("got", "get"),
+    ("gotten", "get"),
+    ("grew", "grow"),
+    ("grown", "grow"),
+    ("heard", "hear"),
+    ("held", "hold"),
+    ("hid", "hide"),
+    ("hidden", "hide"),
+    ("hung", "hang"),
+    ("kept", "keep"),
+    ("knew", "know"),
+    ("known", "know"),
+    ("led", "lead"),
+    ("lent", "lend"),
+    ("lost", "lose"),
+    ("made", "make"),
+    ("meant", "mean"),
+    ("met", "meet"),
+    ("paid", "pay"),
+    ("ran", "run"),
+    ("rang", "ring"),
+    ("ridden", "ride"),
+    ("rode", "ride"),
+    ("sang", "sing"),
+    ("sat", "sit"),
+    ("saw", "see"),
+    ("seen", "see"),
+    ("sent", "send"),
+    ("shaken", "shake"),
+    ("shook", "shake"),
+    ("shot", "shoot"),
+    ("shown", "show"),
+    ("slept", "sleep"),
+    ("sold", "sell"),
+    ("sought", "seek"),
+    ("spent", "spend"),
+    ("spoke", "speak"),
+    ("spoken", "speak"),
+    ("stole", "steal"),
+    ("stolen", "steal"),
+    ("stood", "stand"),
+    ("stuck", "stick"),
+    ("sung", "sing"),
+    ("swam", "swim"),
+    ("swum", "swim"),
+    ("taken", "take"),
+    ("taught", "teach"),
+    ("thought", "think"),
+    ("threw", "throw"),
+    ("thrown", "throw"),
+    ("told", "tell"),
+    ("took", "take"),
+    ("understood", "understand"),
+    ("went", "go"),
+    ("woke", "wake"),
+    ("woken", "wake"),
+    ("won", "win"),
+    ("wore", "wear"),
+    ("worn", "wear"),
+    ("written", "write"),
+    ("wrote", "write"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_and_maps_forms_to_their_base() {
+        assert!(IRREGULAR.windows(2).all(|w| w[0].0 < w[1].0), "unsorted");
+        assert_eq!(base_form("bought"), Some("buy"));
+        assert_eq!(base_form("went"), Some("go"));
+        assert_eq!(base_form("written"), Some("write"));
+        assert_eq!(base_form("buy"), None);
+        assert_eq!(base_form("walked"), None);
+    }
+}
