@@ -300,46 +300,10 @@ fn parse_sample(sample: &Value) -> std::result::Result<Conversation, String> {
     })
 }
 
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 /// Parses a session date such as `1:56 pm on 8 May, 2023` (UTC).
 pub fn parse_session_date(text: &str) -> Option<Timestamp> {
-    let (time, date) = text.trim().split_once(" on ")?;
-    let time = time.trim().to_lowercase();
-    let (clock, meridiem) = time.split_once(' ').unwrap_or((time.as_str(), ""));
-    let (h, m) = clock.split_once(':')?;
-    let (mut hour, minute): (i8, i8) = (h.trim().parse().ok()?, m.trim().parse().ok()?);
-    match meridiem.trim() {
-        "pm" if hour < 12 => hour += 12,
-        "am" if hour == 12 => hour = 0,
-        _ => {}
-    }
-    let date = date.replace(',', " ");
-    let parts: Vec<&str> = date.split_whitespace().collect();
-    let [day, month, year] = parts.as_slice() else {
-        return None;
-    };
-    let day: i8 = day.parse().ok()?;
-    let month = MONTHS
-        .iter()
-        .position(|m| m.starts_with(&month.to_lowercase()) && month.len() >= 3)?
-        as i8
-        + 1;
-    let year: i16 = year.parse().ok()?;
-    let dt = jiff::civil::date(year, month, day).at(hour, minute, 0, 0);
+    // `%B` takes a full or abbreviated month name, `%p` am or pm, in any case.
+    let dt = jiff::civil::DateTime::strptime("%I:%M %p on %d %B, %Y", text.trim()).ok()?;
     let zoned = dt.to_zoned(jiff::tz::TimeZone::UTC).ok()?;
     Some(Timestamp::from_millis(zoned.timestamp().as_millisecond()))
 }
