@@ -4,8 +4,10 @@
 //! covers the question best, the newest among those about as good, preferring facts (the
 //! current state) over raw turns (what was once said). The values of the facts the
 //! evidence replaced are the old state: a clause that names one is no answer, so "I
-//! handed in my notice at Globex and start at Initech" answers "start at Initech". With
-//! a model, the evidence is the context of a prompt.
+//! handed in my notice at Globex and start at Initech" answers "start at Initech". A fact
+//! that replaced another answers what the replaced one answered, even in other words
+//! ("Rust has won me over" after "Java is my favourite language"). With a model, the
+//! evidence is the context of a prompt.
 
 use colmem_core::{Fragment, FragmentId, Granularity};
 use serde::{Deserialize, Serialize};
@@ -252,6 +254,13 @@ fn old_values(evidence: &[&Fragment], replaced: &[&Fragment]) -> Vec<String> {
     old
 }
 
+/// Whether `value` is (part of) an old value: "S21" of "Galaxy S21", "City General" of
+/// "City General Hospital"; "Galaxy S23" is not.
+fn within_old(value: &str, old: &[String]) -> bool {
+    old.iter()
+        .any(|o| value.split(' ').all(|w| o.split(' ').any(|x| x == w)))
+}
+
 /// `value` (lowercase, as [`named`] gives it) as `text` writes it.
 fn original_case(text: &str, value: &str) -> String {
     let lower = text.to_lowercase();
@@ -342,15 +351,18 @@ impl Answerer for EvidenceSpan {
         let mut clauses_of: Vec<(usize, &Fragment, String, String)> = Vec::new();
         for (rank, fragment) in evidence.iter().take(READ_TOP).enumerate() {
             for (clause, sentence) in clauses(body(fragment)) {
-                if !old.iter().any(|v| mentions(&clause, v)) {
+                let values = named(&clause, &names);
+                if !old.iter().any(|v| mentions(&clause, v))
+                    && !values.iter().any(|v| within_old(v, &old))
+                {
                     clauses_of.push((rank, fragment, clause, sentence));
                     continue;
                 }
                 // "… traded Chicago for Minneapolis": the clause answers with its values
                 // that are not the old state, if it has any.
-                let fresh: Vec<String> = named(&clause, &names)
+                let fresh: Vec<String> = values
                     .into_iter()
-                    .filter(|v| !old.contains(v))
+                    .filter(|v| !within_old(v, &old))
                     .map(|v| original_case(&clause, &v))
                     .collect();
                 if !fresh.is_empty() {
@@ -393,6 +405,27 @@ impl Answerer for EvidenceSpan {
                 (a.as_str(), best + CORRECTION_BONUS)
             })
             .collect();
+        // A fact that replaced another states the current value of what the replaced
+        // one stated: its clauses that name a new value inherit the replaced fact's
+        // support ("Rust has completely won me over" answers what "Java is my favourite
+        // language" answered), and so does every later fact along the chain.
+        let mut successors: Vec<(FragmentId, f64)> = Vec::new();
+        for r in replaced {
+            let own = clauses(body(r))
+                .iter()
+                .map(|(c, s)| support_of(c, s))
+                .fold(0.0, f64::max);
+            let mut next = r.superseded_by;
+            // At most one step per replaced fact: a cycle cannot hold it up.
+            for _ in 0..=replaced.len() {
+                let Some(id) = next else { break };
+                successors.push((id, own));
+                next = replaced
+                    .iter()
+                    .find(|f| f.id == id)
+                    .and_then(|f| f.superseded_by);
+            }
+        }
         let mut candidates: Vec<Candidate> = Vec::new();
         for (rank, fragment, clause, sentence) in clauses_of.iter().cloned() {
             let correcting = inherited
@@ -400,7 +433,19 @@ impl Answerer for EvidenceSpan {
                 .filter(|(a, _)| clause.ends_with(a) || a.ends_with(clause.as_str()))
                 .map(|(_, best)| *best)
                 .fold(0.0, f64::max);
-            let support = support_of(&clause, &sentence).max(correcting);
+            let names_new = named(&clause, &names).iter().any(|v| !within_old(v, &old));
+            let succeeding = if names_new {
+                successors
+                    .iter()
+                    .filter(|(id, _)| *id == fragment.id)
+                    .map(|(_, s)| s + CORRECTION_BONUS)
+                    .fold(0.0, f64::max)
+            } else {
+                0.0
+            };
+            let support = support_of(&clause, &sentence)
+                .max(correcting)
+                .max(succeeding);
             if support < MIN_COVERAGE {
                 continue;
             }
@@ -469,6 +514,15 @@ mod tests {
             vec![("The standup is at 9:30".to_owned(), "9:00".to_owned())]
         );
         assert!(corrections("I'm not, thankfully. I'm in accounts payable.").is_empty());
+    }
+
+    #[test]
+    fn part_of_an_old_value_is_old() {
+        let old = vec!["galaxy s21".to_owned(), "city general hospital".to_owned()];
+        assert!(within_old("s21", &old));
+        assert!(within_old("city general", &old));
+        assert!(!within_old("galaxy s23", &old));
+        assert!(!within_old("st. mary's hospital", &old));
     }
 
     #[test]

@@ -348,7 +348,9 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
                 || COMMON_OPENERS.contains(&t.core.as_str())
                 || t.core.ends_with("ing")
                 || t.core.ends_with("ed")
-                || t.core.ends_with("ly"))
+                || t.core.ends_with("ly")
+                // "Gave my PS4 away", "Went with the Pixel".
+                || colmem_index::base_form(&t.core).is_some())
     };
     let mut out: Vec<String> = Vec::new();
     let push = |value: String, out: &mut Vec<String>| {
@@ -452,6 +454,7 @@ mod tests {
         );
         assert!(n("Said goodbye to it. Finally done. Running is fun.").is_empty());
         assert_eq!(n("Catan has been dethroned."), ["catan"]);
+        assert_eq!(n("Gave my PS4 to my nephew."), ["ps4"]);
     }
 
     #[test]

@@ -406,6 +406,38 @@ fn a_turn_that_names_the_old_value_replaces_it_and_the_answer_drops_it() {
 }
 
 #[test]
+fn the_fact_that_replaced_another_answers_what_the_replaced_one_answered() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "Emacs is my favourite editor; the keybindings live in my fingers.",
+        "2021-04-12",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "My editor config lives in a Git repo on Codeberg.",
+        "2021-09-01",
+    );
+    // Names neither the attribute nor the asked words: only the replacement links it.
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "Helix has completely won me over. I'd rather not open Emacs ever again.",
+        "2022-03-14",
+    );
+    let (now, _) = world.ask(u, a, "Which editor is Dana's favourite now?", View::Current);
+    assert!(now.contains("Helix") && !now.contains("Emacs"), "{now:?}");
+}
+
+#[test]
 fn a_correction_in_passing_answers_with_the_corrected_value() {
     let (world, u, a) = one_pair();
     world.say(
