@@ -90,6 +90,9 @@ pub struct Memory {
     pub pattern: Option<Pattern>,
     /// The speaker, for raw turns and facts.
     pub speaker: Option<String>,
+    /// The one spoken to, for raw turns and facts: rewritten in for "you", so a person
+    /// and never a value ("Book Assistant a window seat").
+    pub listener: Option<String>,
 }
 
 /// What one construction step produced.
@@ -188,6 +191,7 @@ impl OfflineConstructor {
             key: None,
             pattern: None,
             speaker: Some(turn.speaker.clone()),
+            listener: Some(turn.listener.clone()),
         }
     }
 
@@ -226,6 +230,7 @@ impl OfflineConstructor {
                 key,
                 pattern: Some(pattern),
                 speaker: Some(turn.speaker.clone()),
+                listener: Some(turn.listener.clone()),
             });
         }
         out
@@ -248,6 +253,7 @@ impl OfflineConstructor {
                     time: turn.time,
                     pattern: None,
                     speaker: Some(turn.speaker.clone()),
+                    listener: Some(turn.listener.clone()),
                 });
             }
         }
@@ -307,6 +313,7 @@ impl OfflineConstructor {
             key: None,
             pattern: None,
             speaker: None,
+            listener: None,
         })
     }
 }

@@ -121,12 +121,13 @@ pub fn coverage(query: &str, text: &str) -> f64 {
     wanted.iter().filter(|w| have.contains(w)).count() as f64 / wanted.len() as f64
 }
 
-/// The people whose names the statements carry: the speaker and the persons of the
-/// subject keys (`dana/sister/home` → `dana`). Their names are subjects, not values.
+/// The people whose names the statements carry: the speaker, the one spoken to and the
+/// persons of the subject keys (`dana/sister/home` → `dana`). Their names are subjects, not values.
 pub(crate) fn people(new: &Memory, held: &[&Fragment]) -> Vec<String> {
     let mut names: Vec<String> = new
         .speaker
         .iter()
+        .chain(&new.listener)
         .map(|s| s.to_lowercase())
         .chain(
             held.iter()

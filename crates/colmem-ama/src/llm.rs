@@ -396,6 +396,7 @@ impl LlmConstructor {
                 key,
                 pattern: Some(pattern),
                 speaker: Some(turn.speaker.clone()),
+                listener: Some(turn.listener.clone()),
             });
         }
         let mut profile = Vec::with_capacity(answer.profile.len());
@@ -419,6 +420,7 @@ impl LlmConstructor {
                 time: turn.time,
                 pattern: None,
                 speaker: Some(turn.speaker.clone()),
+                listener: Some(turn.listener.clone()),
             });
         }
         Ok((facts, profile))
@@ -454,6 +456,7 @@ impl LlmConstructor {
             key: None,
             pattern: None,
             speaker: None,
+            listener: None,
         }))
     }
 }

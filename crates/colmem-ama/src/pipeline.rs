@@ -813,7 +813,10 @@ impl Pipeline {
         )?;
         let corrected = crate::change::is_correction(&memory.content);
         let prefix = format!("{}/", speaker.to_lowercase());
-        let names = [speaker.to_lowercase()];
+        let names: Vec<String> = std::iter::once(speaker)
+            .chain(&memory.listener)
+            .map(|s| s.to_lowercase())
+            .collect();
         for f in recent {
             if f.provenance.user != caller.user() || held.iter().any(|h| h.id == f.id) {
                 continue;

@@ -183,6 +183,7 @@ fn fact(content: &str) -> Memory {
         key: Some("dana/home".to_owned()),
         pattern: Some(Pattern::Sv),
         speaker: Some("Dana".to_owned()),
+        listener: Some("Sam".to_owned()),
     }
 }
 

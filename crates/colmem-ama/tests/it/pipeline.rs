@@ -438,6 +438,36 @@ fn the_fact_that_replaced_another_answers_what_the_replaced_one_answered() {
 }
 
 #[test]
+fn the_listener_named_for_you_is_no_value_that_blocks_a_change() {
+    let (world, u, a) = one_pair();
+    // Rewritten as "When Assistant books trains for Dana, …": the listener's name is a
+    // person, so the held fact names no value and a change under its key replaces it.
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "When you book trains for me, I like a quiet coach.",
+        "2023-02-02",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "Book me the family coach on trains from now on.",
+        "2023-05-09",
+    );
+    let (_, hits) = world.ask(u, a, "Which coach does Dana book on trains?", View::Current);
+    assert!(
+        !hits
+            .iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains("quiet coach")),
+        "the replaced preference is still current: {hits:?}"
+    );
+}
+
+#[test]
 fn a_correction_in_passing_answers_with_the_corrected_value() {
     let (world, u, a) = one_pair();
     world.say(
