@@ -223,6 +223,8 @@ struct Summary {
     /// Fragments deleted while the dialogue was remembered: two people talking to
     /// each other give this memory no instruction to forget, so this should be 0.
     ingest_deletions: usize,
+    /// Facts closed as stale while the dialogue was remembered.
+    ingest_supersedes: usize,
     embedder: String,
     ingest_turns_per_s: f64,
     query_p50_ms: f64,
@@ -393,6 +395,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
     let mut whole_tokens: Vec<usize> = Vec::new();
     let mut ingested = 0usize;
     let mut ingest_deletions = 0usize;
+    let mut ingest_supersedes = 0usize;
     let ingest_start = Instant::now();
     for conversation in &conversations {
         let user = harness.add_user(&conversation.sample_id)?;
@@ -421,7 +424,18 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
                     turn.text
                 );
             }
+            if args.verbose {
+                for (old, new) in &done.superseded {
+                    println!(
+                        "SUPERSEDED on {}: {:?} → {:?}",
+                        turn.dialogue_id,
+                        harness.store.get(*old)?.content,
+                        harness.store.get(*new)?.content
+                    );
+                }
+            }
             ingest_deletions += done.deleted.len();
+            ingest_supersedes += done.superseded.len();
             ingested += 1;
         }
         if let Some(last) = &session {
@@ -532,11 +546,12 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
     }
     let ama = &tallies[0];
     println!(
-        "questions {}, context tokens per question {:.2}% of the conversation, leaks {}, fragments deleted while ingesting {}",
+        "questions {}, context tokens per question {:.2}% of the conversation, leaks {}, fragments deleted while ingesting {}, facts closed as stale {}",
         ama.questions(),
         mean(&ama.context_ratio) * 100.0,
         leaks,
-        ingest_deletions
+        ingest_deletions,
+        ingest_supersedes
     );
     if args.answer {
         println!(
@@ -559,6 +574,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
             questions: ama.questions(),
             leaks,
             ingest_deletions,
+            ingest_supersedes,
             embedder: embedder.id().to_owned(),
             ingest_turns_per_s: ingested as f64 / ingest_s.max(1e-9),
             query_p50_ms: percentile(&ama.query_ms, 0.5),
