@@ -570,6 +570,85 @@ pub fn attributes(text: &str) -> Vec<&'static str> {
     scored.into_iter().map(|(_, _, name)| name).collect()
 }
 
+/// Change cues that as often say nothing of a change: "I got a new book", "into
+/// painting", "since then".
+const WEAK_CHANGE_CUES: &[&str] = &[
+    "got",
+    "gotten",
+    "into",
+    "new",
+    "newer",
+    "these",
+    "since",
+    "now",
+    "finally",
+    "recently",
+    "latest",
+    "lately",
+    "favorite",
+    "favourite",
+    "over",
+    "start",
+    "started",
+    "starting",
+    "prefer",
+    "rather",
+    "obsessed",
+    "tired",
+    "behind",
+    "returned",
+    "lost",
+    "bought",
+    "become",
+    "became",
+    "becoming",
+    "converted",
+];
+
+/// Attributes with one value at a time: a new home, employer or phone takes the old
+/// one's place, where a new hobby, dish or gadget usually joins the others.
+const SINGLE_VALUED: &[&str] = &[
+    "home",
+    "work",
+    "phone",
+    "computer",
+    "car",
+    "relationship",
+    "school",
+];
+
+/// Words that make any attribute single-valued: there is one favourite at a time.
+const ONE_OF_A_KIND: &[&str] = &[
+    "favourite",
+    "favorite",
+    "go-to",
+    "usual",
+    "prefer",
+    "preferred",
+];
+
+/// Whether a statement about `attribute` states the one value it has: the attribute
+/// is single-valued, or the statement names a favourite.
+pub fn states_the_one_value(attribute: &str, text: &str) -> bool {
+    SINGLE_VALUED.contains(&attribute)
+        || words(&text.to_lowercase())
+            .iter()
+            .any(|w| ONE_OF_A_KIND.contains(&w.as_str()))
+}
+
+/// Whether a statement announces a change with a cue that rarely means anything else
+/// ("switched", "moved", "no longer", "from now on").
+pub fn announces_strong_change(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    words(&lower)
+        .iter()
+        .any(|w| CHANGE_CUES.contains(&w.as_str()) && !WEAK_CHANGE_CUES.contains(&w.as_str()))
+        || lower.contains("no longer")
+        || lower.contains("not anymore")
+        || lower.contains("from now on")
+        || is_correction(&lower)
+}
+
 /// Whether a statement announces a change.
 pub fn announces_change(text: &str) -> bool {
     let lower = text.to_lowercase();
@@ -957,6 +1036,27 @@ fn strip_quoted(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_strong_change_is_one_a_chat_rarely_makes_in_passing() {
+        for t in [
+            "I switched to oat milk.",
+            "Book me window seats from now on.",
+            "I no longer eat meat.",
+        ] {
+            assert!(announces_strong_change(t), "{t}");
+        }
+        for t in ["I got a new book.", "I'm into pottery now."] {
+            assert!(announces_change(t) && !announces_strong_change(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn a_home_or_a_favourite_is_one_value_a_hobby_is_many() {
+        assert!(states_the_one_value("home", "The flat is lovely."));
+        assert!(states_the_one_value("food", "Ramen is my favourite food."));
+        assert!(!states_the_one_value("hobby", "I got into origami."));
+    }
 
     #[test]
     fn every_pattern_compiles() {

@@ -8,7 +8,9 @@
 use colmem_core::{Fragment, FragmentId};
 use serde::{Deserialize, Serialize};
 
-use crate::change::{announces_change, announces_end, is_correction};
+use crate::change::{
+    announces_change, announces_end, announces_strong_change, is_correction, states_the_one_value,
+};
 use crate::constructor::Memory;
 use crate::error::Result;
 use crate::text::{content_words, jaccard};
@@ -163,7 +165,9 @@ impl Judge for OfflineJudge {
     /// turn that names (a distinctive word of) one of its values ("I handed in my notice at Globex and start at
     /// Initech"), or for a correction enough shared words. A statement that names no
     /// value ("onboarding finally wrapped up") replaces nothing; a held fact without a
-    /// value gives way to one with the same key that announces a change. A statement
+    /// value gives way to one with the same key that announces a change, with any cue
+    /// when the attribute has one value at a time (a home, a favourite) and with a
+    /// strong one ("switched", "from now on") when it has many (hobbies, dishes). A statement
     /// that something ended and names every value of a held fact ("Rakuten laid off my
     /// whole group") closes it even with nothing in its place.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
@@ -171,6 +175,21 @@ impl Judge for OfflineJudge {
         let ended = announces_end(&new.content) || announces_end(said);
         let changed =
             corrected || ended || announces_change(&new.content) || announces_change(said);
+        // A weak cue ("I got into pottery") replaces a held fact of the same key that
+        // names no value only when the attribute has one value at a time.
+        let one_value = new
+            .key
+            .as_deref()
+            .and_then(|k| k.rsplit('/').next())
+            .is_some_and(|attribute| states_the_one_value(attribute, &new.content));
+        let keyed_change = if one_value {
+            changed
+        } else {
+            corrected
+                || ended
+                || announces_strong_change(&new.content)
+                || announces_strong_change(said)
+        };
         let reason = if corrected {
             ConflictReason::Corrected
         } else {
@@ -204,7 +223,7 @@ impl Judge for OfflineJudge {
                 .iter()
                 .any(|v| !old_values.contains(v) && !mentions(&f.content, v));
             let stale = if old_values.is_empty() {
-                same_key && (changed || (self.config.latest_wins && brings_new))
+                same_key && (keyed_change || (self.config.latest_wins && brings_new))
             } else {
                 // An end named ("Rakuten laid off my group") closes a fact all of
                 // whose values it names, whether or not something takes their place.

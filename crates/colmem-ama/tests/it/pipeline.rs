@@ -468,6 +468,52 @@ fn the_listener_named_for_you_is_no_value_that_blocks_a_change() {
 }
 
 #[test]
+fn a_weak_cue_replaces_a_valueless_fact_only_of_a_single_valued_attribute() {
+    let (world, u, a) = one_pair();
+    let current = |needle: &str| {
+        let (_, hits) = world.ask(u, a, needle, View::Current);
+        hits.iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains(needle))
+    };
+    // Hobbies come in numbers: getting into a new one keeps the old.
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "My hobbies keep me sane through the winter.",
+        "2023-01-10",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "I got into origami this year and my hobbies have never been better.",
+        "2023-06-01",
+    );
+    assert!(current("keep Dana sane through the winter"));
+    // A home is one at a time: "now" is enough.
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "My commute from the flat is long and dull.",
+        "2023-01-10",
+    );
+    world.say(
+        u,
+        a,
+        "D1:4",
+        "Dana",
+        "Now the flat is a short walk from everything.",
+        "2023-06-02",
+    );
+    assert!(!current("commute from the flat is long"));
+}
+
+#[test]
 fn a_correction_in_passing_answers_with_the_corrected_value() {
     let (world, u, a) = one_pair();
     world.say(
