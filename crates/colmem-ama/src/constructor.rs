@@ -217,10 +217,16 @@ impl OfflineConstructor {
             // finds the facts it makes stale; the attribute's name is a keyword too.
             let subject = relation(&rewritten, &turn.speaker)
                 .map_or_else(|| turn.speaker.clone(), |r| format!("{}/{r}", turn.speaker));
-            let key = attributes(&rewritten).first().map(|attribute| {
-                kw.push((*attribute).to_owned());
-                subject_key(&subject, attribute)
-            });
+            // A bracketed sentence describes what was shared ("[shares an image: a
+            // photo of a cake]"): it states nothing about the speaker.
+            let annotation = sentence.starts_with('[') && sentence.ends_with(']');
+            let key = attributes(&rewritten)
+                .first()
+                .filter(|_| !annotation)
+                .map(|attribute| {
+                    kw.push((*attribute).to_owned());
+                    subject_key(&subject, attribute)
+                });
             out.push(Memory {
                 content: rewritten,
                 turns: vec![turn.dialogue_id.clone()],
@@ -791,6 +797,36 @@ mod tests {
             time: colmem_core::Timestamp::parse("2023-05-08T13:56:00Z").ok(),
             origin: Origin::User,
         }
+    }
+
+    #[test]
+    fn a_bracketed_annotation_is_a_fact_about_no_one() {
+        let c = OfflineConstructor::default();
+        let facts = c
+            .observe(
+                &turn(
+                    "D1:1",
+                    "Caroline",
+                    "I finished my painting. [shares an image: a photo of a painting of a sunset]",
+                ),
+                &mut Vec::new(),
+            )
+            .unwrap()
+            .facts;
+        let keys: Vec<(&str, Option<&str>)> = facts
+            .iter()
+            .map(|f| (f.content.as_str(), f.key.as_deref()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                (
+                    "Caroline finished Caroline's painting.",
+                    Some("caroline/hobby")
+                ),
+                ("[shares an image: a photo of a painting of a sunset]", None)
+            ]
+        );
     }
 
     #[test]
