@@ -557,7 +557,43 @@ const CORRECTION_CUES: &[&str] = &[
 
 /// The attributes a text is about, by the lexicon, most strongly signalled first.
 pub fn attributes(text: &str) -> Vec<&'static str> {
-    let ws = words(text);
+    attributes_of(&words(text))
+}
+
+/// The attributes a fact is keyed by: [`attributes`], without the lexicon words that
+/// chat uses as often in other senses unless the words after them give the attribute's
+/// sense (see [`KEYED_ONLY_BEFORE`]).
+pub fn key_attributes(text: &str) -> Vec<&'static str> {
+    let all = words(text);
+    let senses: Vec<String> = all
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            KEYED_ONLY_BEFORE
+                .iter()
+                .find(|(word, _)| word == w)
+                .is_none_or(|(_, after)| {
+                    all.get(i + 1)
+                        .is_some_and(|next| after.contains(&next.as_str()))
+                })
+        })
+        .map(|(_, w)| w.clone())
+        .collect();
+    attributes_of(&senses)
+}
+
+/// Lexicon words too common in chat to key a fact on their own, each with the words
+/// after it that give it the attribute's sense: "I work at Globex", not "keep up the
+/// great work" or "working on a song"; "my home in Leeds", not "at home".
+const KEYED_ONLY_BEFORE: &[(&str, &[&str])] = &[
+    ("work", &["at", "for", "as"]),
+    ("works", &["at", "for", "as"]),
+    ("working", &["at", "for", "as"]),
+    ("worked", &["at", "for", "as"]),
+    ("home", &["in", "is"]),
+];
+
+fn attributes_of(ws: &[String]) -> Vec<&'static str> {
     let mut scored: Vec<(usize, usize, &'static str)> = ATTRIBUTES
         .iter()
         .enumerate()
@@ -1049,6 +1085,16 @@ mod tests {
         for t in ["I got a new book.", "I'm into pottery now."] {
             assert!(announces_change(t) && !announces_strong_change(t), "{t}");
         }
+    }
+
+    #[test]
+    fn work_and_home_key_a_fact_only_in_their_attribute_sense() {
+        assert_eq!(key_attributes("I work at Globex."), ["work"]);
+        assert_eq!(key_attributes("My home is in Leeds."), ["home"]);
+        assert!(key_attributes("Keep up the great work!").is_empty());
+        assert!(key_attributes("I'm working on it at home.").is_empty());
+        // Questions are still read in both senses.
+        assert_eq!(attributes("Where does Dana work?"), ["work"]);
     }
 
     #[test]

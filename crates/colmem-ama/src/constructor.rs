@@ -17,7 +17,7 @@
 use colmem_core::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::change::attributes;
+use crate::change::key_attributes;
 use crate::error::Result;
 use crate::text::{content_words, jaccard, keywords, map_words, sentences, words};
 
@@ -220,7 +220,7 @@ impl OfflineConstructor {
             // A bracketed sentence describes what was shared ("[shares an image: a
             // photo of a cake]"): it states nothing about the speaker.
             let annotation = sentence.starts_with('[') && sentence.ends_with(']');
-            let key = attributes(&rewritten)
+            let key = key_attributes(&rewritten)
                 .first()
                 .filter(|_| !annotation)
                 .map(|attribute| {

@@ -514,6 +514,45 @@ fn a_weak_cue_replaces_a_valueless_fact_only_of_a_single_valued_attribute() {
 }
 
 #[test]
+fn work_in_passing_keys_nothing_and_work_at_a_place_is_replaced() {
+    let (world, u, a) = one_pair();
+    let current = |needle: &str| {
+        let (_, hits) = world.ask(u, a, needle, View::Current);
+        hits.iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains(needle))
+    };
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "I work at Globex in the billing team.",
+        "2022-01-10",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "Working on a new song keeps Sundays fun.",
+        "2022-02-01",
+    );
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "I've been working at Initech since March.",
+        "2022-04-01",
+    );
+    assert!(
+        !current("Dana work at Globex"),
+        "the old employer is still current"
+    );
+    assert!(current("Working on a new song"), "a song is no employer");
+}
+
+#[test]
 fn a_correction_in_passing_answers_with_the_corrected_value() {
     let (world, u, a) = one_pair();
     world.say(
