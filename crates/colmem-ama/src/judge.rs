@@ -14,7 +14,7 @@ use crate::change::{
 use crate::constructor::Memory;
 use crate::error::Result;
 use crate::text::{content_words, jaccard};
-use crate::values::{mentions, named, touches};
+use crate::values::{is_item, mentions, named, touches};
 
 /// How relevant a round's candidates are.
 #[derive(Clone, PartialEq, Debug)]
@@ -169,7 +169,8 @@ impl Judge for OfflineJudge {
     /// when the attribute has one value at a time (a home, a favourite) and with a
     /// strong one ("switched", "from now on") when it has many (hobbies, dishes). A statement
     /// that something ended and names every value of a held fact ("Rakuten laid off my
-    /// whole group") closes it even with nothing in its place.
+    /// whole group") closes it even with nothing in its place; when the fact names
+    /// things and also lexicon items ("a product designer at Rakuten"), the names suffice.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         let corrected = is_correction(&new.content) || is_correction(said);
         let ended = announces_end(&new.content) || announces_end(said);
@@ -228,7 +229,18 @@ impl Judge for OfflineJudge {
                 // An end named ("Rakuten laid off my group") closes a fact all of
                 // whose values it names, whether or not something takes their place.
                 (brings_new && (changed || (same_key && self.config.latest_wins)))
-                    || (ended && keys_agree && old_values.iter().all(|v| touches(said, v)))
+                    || (ended && keys_agree && {
+                        // The names, when it has any: "Rakuten laid off my group" ends
+                        // "a product designer at Rakuten".
+                        let names: Vec<&String> =
+                            old_values.iter().filter(|v| !is_item(v)).collect();
+                        let names = if names.is_empty() {
+                            old_values.iter().collect()
+                        } else {
+                            names
+                        };
+                        names.iter().all(|v| touches(said, v))
+                    })
             };
             if stale {
                 out.push(Conflict {

@@ -12,7 +12,8 @@
 //! - a capitalised first word of a sentence only when it is not a common word ("Catan
 //!   has been dethroned" names Catan; "Another Monday …" does not name "Another");
 //! - a lowercase word that names an item of the attribute lexicon (`espresso`, `ramen`,
-//!   `yoga`), never one that names the attribute itself (`food`, `drink`), or a colour.
+//!   `yoga`), never one that names the attribute itself (`food`, `drink`), a colour or
+//!   an occupation (`nurse`, `engineer`).
 //!
 //! Values are lowercase; [`mentions`] matches them on word boundaries.
 
@@ -314,8 +315,87 @@ const COLOURS: &[&str] = &[
     "purple", "pink", "brown", "gold", "beige", "navy", "teal", "maroon",
 ];
 
-fn is_item(core: &str) -> bool {
+/// Occupations: the value of what someone does for a living ("a nurse", "a data
+/// engineer"). Words with a common other sense ("coach", "editor", "judge") are left out.
+const OCCUPATIONS: &[&str] = &[
+    "accountant",
+    "actor",
+    "administrator",
+    "analyst",
+    "architect",
+    "artist",
+    "baker",
+    "barista",
+    "bartender",
+    "builder",
+    "butcher",
+    "carpenter",
+    "cashier",
+    "chef",
+    "cleaner",
+    "clerk",
+    "consultant",
+    "counselor",
+    "counsellor",
+    "dentist",
+    "designer",
+    "developer",
+    "director",
+    "doctor",
+    "driver",
+    "economist",
+    "electrician",
+    "engineer",
+    "farmer",
+    "firefighter",
+    "hygienist",
+    "instructor",
+    "journalist",
+    "lawyer",
+    "lecturer",
+    "librarian",
+    "manager",
+    "mechanic",
+    "midwife",
+    "musician",
+    "nurse",
+    "paralegal",
+    "paramedic",
+    "pharmacist",
+    "photographer",
+    "physician",
+    "physiotherapist",
+    "pilot",
+    "plumber",
+    "professor",
+    "programmer",
+    "psychologist",
+    "radiographer",
+    "receptionist",
+    "researcher",
+    "scientist",
+    "secretary",
+    "student",
+    "supervisor",
+    "surgeon",
+    "tailor",
+    "teacher",
+    "technician",
+    "tester",
+    "therapist",
+    "translator",
+    "tutor",
+    "veterinarian",
+    "waiter",
+    "waitress",
+    "writer",
+];
+
+/// Whether a value is a lowercase item of a lexicon (a dish, a colour, an occupation)
+/// rather than a name.
+pub fn is_item(core: &str) -> bool {
     COLOURS.contains(&core)
+        || OCCUPATIONS.contains(&core)
         || !GENERIC.contains(&core)
             && crate::change::ATTRIBUTES
                 .iter()
@@ -462,6 +542,10 @@ mod tests {
         assert_eq!(
             n("My go-to drink is espresso, and food is ramen."),
             ["espresso", "ramen"]
+        );
+        assert_eq!(
+            n("Omar is a data engineer at Initech."),
+            ["engineer", "initech"]
         );
     }
 
