@@ -21,6 +21,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::text::{content_words, words};
+use crate::values::is_occupation;
 
 /// Attributes of a person that change over time, with the words that signal each.
 ///
@@ -598,7 +599,14 @@ fn attributes_of(ws: &[String]) -> Vec<&'static str> {
         .iter()
         .enumerate()
         .filter_map(|(i, (name, lexicon))| {
-            let hits = ws.iter().filter(|w| lexicon.contains(&w.as_str())).count();
+            let hits = ws
+                .iter()
+                .filter(|w| {
+                    lexicon.contains(&w.as_str())
+                        // "I'm a nurse" is about work.
+                        || (*name == "work" && is_occupation(w))
+                })
+                .count();
             (hits > 0).then_some((hits, i, *name))
         })
         .collect();
@@ -1095,6 +1103,10 @@ mod tests {
         assert!(key_attributes("I'm working on it at home.").is_empty());
         // Questions are still read in both senses.
         assert_eq!(attributes("Where does Dana work?"), ["work"]);
+        assert_eq!(
+            key_attributes("Quinn is a nurse at Mercy Hospital."),
+            ["work"]
+        );
     }
 
     #[test]

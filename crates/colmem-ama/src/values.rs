@@ -391,6 +391,11 @@ const OCCUPATIONS: &[&str] = &[
     "writer",
 ];
 
+/// Whether a word names an occupation.
+pub fn is_occupation(word: &str) -> bool {
+    OCCUPATIONS.contains(&word)
+}
+
 /// Whether a value is a lowercase item of a lexicon (a dish, a colour, an occupation)
 /// rather than a name.
 pub fn is_item(core: &str) -> bool {
