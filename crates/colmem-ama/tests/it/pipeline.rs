@@ -104,6 +104,13 @@ impl World {
             .unwrap();
     }
 
+    /// Whether asking `needle` recalls a current fact holding it.
+    fn recalls_current_fact(&self, user: UserId, agent: AgentId, needle: &str) -> bool {
+        let (_, hits) = self.ask(user, agent, needle, View::Current);
+        hits.iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains(needle))
+    }
+
     fn ask(
         &self,
         user: UserId,
@@ -470,11 +477,7 @@ fn the_listener_named_for_you_is_no_value_that_blocks_a_change() {
 #[test]
 fn a_weak_cue_replaces_a_valueless_fact_only_of_a_single_valued_attribute() {
     let (world, u, a) = one_pair();
-    let current = |needle: &str| {
-        let (_, hits) = world.ask(u, a, needle, View::Current);
-        hits.iter()
-            .any(|f| f.granularity == Granularity::Fact && f.content.contains(needle))
-    };
+    let current = |needle: &str| world.recalls_current_fact(u, a, needle);
     // Hobbies come in numbers: getting into a new one keeps the old.
     world.say(
         u,
@@ -516,11 +519,7 @@ fn a_weak_cue_replaces_a_valueless_fact_only_of_a_single_valued_attribute() {
 #[test]
 fn work_in_passing_keys_nothing_and_work_at_a_place_is_replaced() {
     let (world, u, a) = one_pair();
-    let current = |needle: &str| {
-        let (_, hits) = world.ask(u, a, needle, View::Current);
-        hits.iter()
-            .any(|f| f.granularity == Granularity::Fact && f.content.contains(needle))
-    };
+    let current = |needle: &str| world.recalls_current_fact(u, a, needle);
     world.say(
         u,
         a,
