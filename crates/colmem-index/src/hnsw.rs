@@ -335,6 +335,14 @@ impl VectorIndex for HnswIndex {
             return Ok(Vec::new());
         }
         let count = effort.candidates.max(k);
+        // No more admitted ids than candidates a walk would fetch: reading them is
+        // exact and cheaper, where a walk through a graph of mostly refused nodes may
+        // not reach them all.
+        if let Admit::Only(ids) = admit
+            && ids.len() <= count as u64
+        {
+            return self.scan(&query, k, &mut ids.iter());
+        }
         let index = self.read();
         let matches = match admit {
             Admit::All => index.search(&query, count),
