@@ -433,7 +433,8 @@ impl Answerer for EvidenceSpan {
                 .filter(|(a, _)| clause.ends_with(a) || a.ends_with(clause.as_str()))
                 .map(|(_, best)| *best)
                 .fold(0.0, f64::max);
-            let names_new = named(&clause, &names).iter().any(|v| !within_old(v, &old));
+            let values = named(&clause, &names);
+            let names_new = values.iter().any(|v| !within_old(v, &old));
             let succeeding = if names_new {
                 successors
                     .iter()
@@ -457,7 +458,7 @@ impl Answerer for EvidenceSpan {
                     fragment.granularity,
                     Granularity::Fact | Granularity::Profile
                 ),
-                names: !named(&clause, &names).is_empty(),
+                names: !values.is_empty(),
                 clause,
                 id: fragment.id,
                 rank,

@@ -683,24 +683,24 @@ pub fn states_the_one_value(attribute: &str, text: &str) -> bool {
 /// Whether a statement announces a change with a cue that rarely means anything else
 /// ("switched", "moved", "no longer", "from now on").
 pub fn announces_strong_change(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    words(&lower)
-        .iter()
-        .any(|w| CHANGE_CUES.contains(&w.as_str()) && !WEAK_CHANGE_CUES.contains(&w.as_str()))
-        || lower.contains("no longer")
-        || lower.contains("not anymore")
-        || lower.contains("from now on")
-        || is_correction(&lower)
+    announces(text, |w| !WEAK_CHANGE_CUES.contains(&w))
 }
 
 /// Whether a statement announces a change.
 pub fn announces_change(text: &str) -> bool {
+    announces(text, |_| true)
+}
+
+/// Whether `text` corrects, holds a change phrase, or holds one of the change cues that
+/// `counts` keeps.
+fn announces(text: &str, counts: impl Fn(&str) -> bool) -> bool {
     let lower = text.to_lowercase();
     words(&lower)
         .iter()
-        .any(|w| CHANGE_CUES.contains(&w.as_str()))
-        || lower.contains("no longer")
-        || lower.contains("not anymore")
+        .any(|w| CHANGE_CUES.contains(&w.as_str()) && counts(w))
+        || ["no longer", "not anymore", "from now on"]
+            .iter()
+            .any(|p| lower.contains(p))
         || is_correction(&lower)
 }
 

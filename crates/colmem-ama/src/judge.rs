@@ -229,18 +229,14 @@ impl Judge for OfflineJudge {
                 // An end named ("Rakuten laid off my group") closes a fact all of
                 // whose values it names, whether or not something takes their place.
                 (brings_new && (changed || (same_key && self.config.latest_wins)))
-                    || (ended && keys_agree && {
-                        // The names, when it has any: "Rakuten laid off my group" ends
-                        // "a product designer at Rakuten".
-                        let names: Vec<&String> =
-                            old_values.iter().filter(|v| !is_item(v)).collect();
-                        let names = if names.is_empty() {
-                            old_values.iter().collect()
-                        } else {
-                            names
-                        };
-                        names.iter().all(|v| touches(said, v))
-                    })
+                    // Its names suffice when it has any: "Rakuten laid off my group"
+                    // ends "a product designer at Rakuten".
+                    || (ended
+                        && keys_agree
+                        && old_values
+                            .iter()
+                            .filter(|v| !is_item(v) || old_values.iter().all(|o| is_item(o)))
+                            .all(|v| touches(said, v)))
             };
             if stale {
                 out.push(Conflict {

@@ -813,10 +813,7 @@ impl Pipeline {
         )?;
         let corrected = crate::change::is_correction(&memory.content);
         let prefix = format!("{}/", speaker.to_lowercase());
-        let names: Vec<String> = std::iter::once(speaker)
-            .chain(&memory.listener)
-            .map(|s| s.to_lowercase())
-            .collect();
+        let names = crate::judge::people(memory, &[]);
         for f in recent {
             if f.provenance.user != caller.user() || held.iter().any(|h| h.id == f.id) {
                 continue;

@@ -400,7 +400,7 @@ pub fn is_occupation(word: &str) -> bool {
 /// rather than a name.
 pub fn is_item(core: &str) -> bool {
     COLOURS.contains(&core)
-        || OCCUPATIONS.contains(&core)
+        || is_occupation(core)
         || !GENERIC.contains(&core)
             && crate::change::ATTRIBUTES
                 .iter()
