@@ -368,6 +368,9 @@ mod hnsw {
                 DIM,
                 HnswConfig {
                     partition_min: Some(min),
+                    // One build thread, as in `hnsw`: the graphs and their
+                    // recall are the same on every run.
+                    threads: 1,
                     // The few candidates of `planned_small_walks` would cost the
                     // main walk recall; the index-wide beam keeps it.
                     expansion_search: 256,
