@@ -698,9 +698,16 @@ fn announces(text: &str, counts: impl Fn(&str) -> bool) -> bool {
     words(&lower)
         .iter()
         .any(|w| CHANGE_CUES.contains(&w.as_str()) && counts(w))
-        || ["no longer", "not anymore", "from now on"]
-            .iter()
-            .any(|p| lower.contains(p))
+        || says_the_old_state_ended(&lower)
+}
+
+/// Whether a statement says in so many words that what held before holds no more: a
+/// correction, or "no longer", "not anymore", "from now on".
+pub fn says_the_old_state_ended(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    ["no longer", "not anymore", "from now on"]
+        .iter()
+        .any(|p| lower.contains(p))
         || is_correction(&lower)
 }
 

@@ -9,7 +9,8 @@ use colmem_core::{Fragment, FragmentId};
 use serde::{Deserialize, Serialize};
 
 use crate::change::{
-    announces_change, announces_end, announces_strong_change, is_correction, states_the_one_value,
+    announces_change, announces_end, announces_strong_change, is_correction,
+    says_the_old_state_ended, states_the_one_value,
 };
 use crate::constructor::Memory;
 use crate::error::Result;
@@ -167,7 +168,9 @@ impl Judge for OfflineJudge {
     /// value ("onboarding finally wrapped up") replaces nothing; a held fact without a
     /// value gives way to one with the same key that announces a change, with any cue
     /// when the attribute has one value at a time (a home, a favourite) and with a
-    /// strong one ("switched", "from now on") when it has many (hobbies, dishes). A statement
+    /// strong one ("switched", "from now on") when it has many (hobbies, dishes); to one
+    /// that names no value either only when it says the old state ended in so many
+    /// words ("from now on", a correction). A statement
     /// that something ended and names every value of a held fact ("Rakuten laid off my
     /// whole group") closes it even with nothing in its place; when the fact names
     /// things and also lexicon items ("a product designer at Rakuten"), the names suffice.
@@ -224,7 +227,16 @@ impl Judge for OfflineJudge {
                 .iter()
                 .any(|v| !old_values.contains(v) && !mentions(&f.content, v));
             let stale = if old_values.is_empty() {
-                same_key && (keyed_change || (self.config.latest_wins && brings_new))
+                // Neither names a value: only the statement's own words that the old
+                // state ended count ("Book window seats from now on", "let me fix
+                // that"); a cue word does not ("Jon is determined to make this studio
+                // work" does not end "Jon is still searching for a place for his studio").
+                let cue = if new_values.is_empty() {
+                    says_the_old_state_ended(&new.content)
+                } else {
+                    keyed_change
+                };
+                same_key && (cue || (self.config.latest_wins && brings_new))
             } else {
                 // An end named ("Rakuten laid off my group") closes a fact all of
                 // whose values it names, whether or not something takes their place.

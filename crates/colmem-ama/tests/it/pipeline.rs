@@ -496,7 +496,7 @@ fn a_weak_cue_replaces_a_valueless_fact_only_of_a_single_valued_attribute() {
         "2023-06-01",
     );
     assert!(current("keep Dana sane through the winter"));
-    // A home is one at a time: "now" is enough.
+    // A home is one at a time: "now" is enough once a new one is named.
     world.say(
         u,
         a,
@@ -510,10 +510,51 @@ fn a_weak_cue_replaces_a_valueless_fact_only_of_a_single_valued_attribute() {
         a,
         "D1:4",
         "Dana",
-        "Now the flat is a short walk from everything.",
+        "Now my flat is in Leith, a short walk from everything.",
         "2023-06-02",
     );
     assert!(!current("commute from the flat is long"));
+}
+
+#[test]
+fn a_statement_naming_no_value_ends_a_valueless_fact_only_in_so_many_words() {
+    let (world, u, a) = one_pair();
+    let current = |needle: &str| world.recalls_current_fact(u, a, needle);
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "I'm still searching for a place to open my studio.",
+        "2023-01-10",
+    );
+    // A cue word ("finally", "new") in a statement that names nothing new is chat.
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "I finally feel good about the studio and my new routine.",
+        "2023-02-01",
+    );
+    assert!(current("searching for a place to open Dana's studio"));
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "I hate the morning commute from home.",
+        "2023-01-10",
+    );
+    world.say(
+        u,
+        a,
+        "D1:4",
+        "Dana",
+        "From now on the commute from home is by bike and I love it.",
+        "2023-03-01",
+    );
+    assert!(!current("hate the morning commute"));
 }
 
 #[test]
