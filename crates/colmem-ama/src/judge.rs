@@ -14,7 +14,7 @@ use crate::change::{
 };
 use crate::constructor::Memory;
 use crate::error::Result;
-use crate::text::{content_words, jaccard};
+use crate::text::{content_words, jaccard, without_annotations};
 use crate::values::{is_item, mentions, named, touches};
 
 /// How relevant a round's candidates are.
@@ -175,6 +175,8 @@ impl Judge for OfflineJudge {
     /// whole group") closes it even with nothing in its place; when the fact names
     /// things and also lexicon items ("a product designer at Rakuten"), the names suffice.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
+        // What was shared is described, not stated: an image's caption names no value.
+        let said = &without_annotations(said);
         let corrected = is_correction(&new.content) || is_correction(said);
         let ended = announces_end(&new.content) || announces_end(said);
         let changed =
@@ -200,7 +202,7 @@ impl Judge for OfflineJudge {
             ConflictReason::Changed
         };
         let names = people(new, held);
-        let new_values = named(&new.content, &names);
+        let new_values = named(&without_annotations(&new.content), &names);
         let new_words = content_words(&new.content);
         let mut out = Vec::new();
         for f in held.iter().filter(|f| f.content != new.content) {
@@ -212,7 +214,7 @@ impl Judge for OfflineJudge {
                 (Some(a), Some(b)) => subject(a) == subject(b),
                 _ => true,
             };
-            let old_values = named(&f.content, &names);
+            let old_values = named(&without_annotations(&f.content), &names);
             let names_held = keys_agree && old_values.iter().any(|v| touches(said, v));
             let related = same_key
                 || names_held

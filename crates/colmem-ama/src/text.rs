@@ -139,6 +139,22 @@ pub fn map_words(text: &str, mut f: impl FnMut(usize, &str) -> Option<String>) -
         .join(" ")
 }
 
+/// `text` without its bracketed annotations ("[shares an image: a photo of a cake]"):
+/// they describe what was shared, and state nothing.
+pub fn without_annotations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Jaccard similarity of two sets of words.
 pub fn jaccard(a: &[String], b: &[String]) -> f64 {
     let a: std::collections::HashSet<&String> = a.iter().collect();
@@ -153,6 +169,16 @@ pub fn jaccard(a: &[String], b: &[String]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn annotations_are_taken_out() {
+        assert_eq!(
+            without_annotations("Look at this! [shares an image: a cake] Nice, right?"),
+            "Look at this!  Nice, right?"
+        );
+        assert_eq!(without_annotations("no brackets"), "no brackets");
+        assert_eq!(without_annotations("a stray ] stays"), "a stray ] stays");
+    }
 
     #[test]
     fn abbreviations_do_not_split() {

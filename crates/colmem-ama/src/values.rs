@@ -7,7 +7,8 @@
 //! current answer must not give. A value is
 //! - a run of capitalised words or words with digits ("World Health Organization",
 //!   "iPhone 14", "F-150", "9:30", "12B"), joined across short connectors ("Casa do
-//!   Largo"), without people's names, months, weekdays, years and the day numbers of
+//!   Largo"), without people's names (and their short forms: "Mel" for Melanie),
+//!   contractions ("You'd", "Can't"), months, weekdays, years and the day numbers of
 //!   dates;
 //! - a capitalised first word of a sentence only when it is not a common word ("Catan
 //!   has been dethroned" names Catan; "Another Monday …" does not name "Another");
@@ -219,7 +220,39 @@ const COMMON_OPENERS: &[&str] = &[
     "they're",
     "he's",
     "she's",
+    // Interjections and chat words.
+    "wow",
+    "whoa",
+    "aw",
+    "aww",
+    "oh",
+    "hey",
+    "hi",
+    "yeah",
+    "yep",
+    "yup",
+    "nah",
+    "nope",
+    "yay",
+    "haha",
+    "hmm",
+    "glad",
+    "gonna",
+    "wanna",
+    "gotta",
+    "lots",
 ];
+
+/// The endings of contractions: "you'd", "can't", "we'll" name nothing.
+const CONTRACTIONS: &[&str] = &["n't", "'d", "'ve", "'re", "'ll", "'m"];
+
+/// Whether `core` (lowercase) is one of `names` or what people call them for short:
+/// "mel" for "melanie".
+fn is_person(core: &str, names: &[String]) -> bool {
+    names
+        .iter()
+        .any(|n| n == core || (core.chars().count() >= 3 && n.starts_with(core)))
+}
 
 /// Words of the attribute lexicon that name the attribute, not an item of it.
 const GENERIC: &[&str] = &[
@@ -414,7 +447,13 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
     let tokens = tokens(text);
     let is_name_part = |i: usize| -> bool {
         let t = &tokens[i];
-        if t.core.is_empty() || names.contains(&t.core) || is_date_word(&t.core) {
+        if t.core.is_empty()
+            || is_person(&t.core, names)
+            || is_date_word(&t.core)
+            || CONTRACTIONS
+                .iter()
+                .any(|c| t.core.replace('’', "'").ends_with(c))
+        {
             return false;
         }
         if t.digits {
@@ -540,6 +579,20 @@ mod tests {
         assert!(n("Said goodbye to it. Finally done. Running is fun.").is_empty());
         assert_eq!(n("Catan has been dethroned."), ["catan"]);
         assert_eq!(n("Gave my PS4 to my nephew."), ["ps4"]);
+    }
+
+    #[test]
+    fn contractions_interjections_and_short_names_are_not_values() {
+        assert!(n("You'd be a great fit. Can't wait! We'll see.").is_empty());
+        assert!(n("Wow, love that! Glad it went well.").is_empty());
+        let people = ["melanie".to_owned()];
+        assert!(named("Thanks, Mel! So cool.", &people).is_empty());
+        assert_eq!(named("Thanks, Mel! I moved to Leeds.", &people), ["leeds"]);
+        // Two letters are too few to stand for a name.
+        assert_eq!(
+            named("I met Jo in Leeds.", &["joanna".into()]),
+            ["jo", "leeds"]
+        );
     }
 
     #[test]

@@ -517,6 +517,39 @@ fn a_weak_cue_replaces_a_valueless_fact_only_of_a_single_valued_attribute() {
 }
 
 #[test]
+fn a_shared_image_and_a_greeting_name_no_value() {
+    let (world, u, a) = one_pair();
+    let current = |needle: &str| world.recalls_current_fact(u, a, needle);
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "My favourite hobby is painting landscapes.",
+        "2023-01-10",
+    );
+    // The caption's "pottery" is what the photo shows, not a new favourite.
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "Started something new this week! [shares an image: a photo of a painting next to a pottery wheel]",
+        "2023-02-01",
+    );
+    // "Ass" is what Dana calls the Assistant, not a new value.
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "Honestly Ass, painting landscapes is still my favourite hobby, nothing new.",
+        "2023-02-02",
+    );
+    assert!(current("favourite hobby is painting"));
+}
+
+#[test]
 fn a_statement_naming_no_value_ends_a_valueless_fact_only_in_so_many_words() {
     let (world, u, a) = one_pair();
     let current = |needle: &str| world.recalls_current_fact(u, a, needle);
