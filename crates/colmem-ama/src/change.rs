@@ -680,6 +680,21 @@ pub fn states_the_one_value(attribute: &str, text: &str) -> bool {
             .any(|w| ONE_OF_A_KIND.contains(&w.as_str()))
 }
 
+/// Words that date a statement to the present against the past: "ramen is my thing
+/// now", "I don't eat meat anymore".
+const PRESENT_AGAINST_PAST: &[&str] = &["now", "nowadays", "anymore", "days", "used"];
+
+/// Whether a new value of a many-valued attribute takes an old one's place rather than
+/// joining it: one of the two statements speaks of the one value ("my favourite", "the
+/// only"), or the new one sets the present against the past ("… now", "used to").
+pub fn displaces(attribute: &str, new: &str, held: &str) -> bool {
+    states_the_one_value(attribute, new)
+        || states_the_one_value(attribute, held)
+        || words(&new.to_lowercase())
+            .iter()
+            .any(|w| PRESENT_AGAINST_PAST.contains(&w.as_str()))
+}
+
 /// Whether a statement announces a change with a cue that rarely means anything else
 /// ("switched", "moved", "no longer", "from now on").
 pub fn announces_strong_change(text: &str) -> bool {
@@ -728,6 +743,7 @@ const END_CUES: &[&str] = &[
     "no longer",
     "not anymore",
     "gave up",
+    "hung up",
     "moved out",
     "closed down",
     "shut down",
@@ -1121,6 +1137,22 @@ mod tests {
         assert!(states_the_one_value("home", "The flat is lovely."));
         assert!(states_the_one_value("food", "Ramen is my favourite food."));
         assert!(!states_the_one_value("hobby", "I got into origami."));
+    }
+
+    #[test]
+    fn a_new_hobby_displaces_an_old_one_only_as_the_one_or_against_the_past() {
+        let held = "Running is my hobby.";
+        assert!(!displaces("hobby", "I started a yoga class.", held));
+        assert!(displaces("hobby", "Yoga is my thing now.", held));
+        assert!(displaces("hobby", "Yoga is my favourite hobby.", held));
+        assert!(displaces(
+            "hobby",
+            "I took up yoga.",
+            "Running is my favourite."
+        ));
+        assert!(announces_end(
+            "Hung up the running shoes after the surgery."
+        ));
     }
 
     #[test]

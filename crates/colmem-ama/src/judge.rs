@@ -9,7 +9,7 @@ use colmem_core::{Fragment, FragmentId};
 use serde::{Deserialize, Serialize};
 
 use crate::change::{
-    announces_change, announces_end, announces_strong_change, is_correction,
+    announces_change, announces_end, announces_strong_change, displaces, is_correction,
     says_the_old_state_ended, states_the_one_value,
 };
 use crate::constructor::Memory;
@@ -183,19 +183,14 @@ impl Judge for OfflineJudge {
             corrected || ended || announces_change(&new.content) || announces_change(said);
         // A weak cue ("I got into pottery") replaces a held fact of the same key that
         // names no value only when the attribute has one value at a time.
-        let one_value = new
-            .key
-            .as_deref()
-            .and_then(|k| k.rsplit('/').next())
-            .is_some_and(|attribute| states_the_one_value(attribute, &new.content));
-        let keyed_change = if one_value {
-            changed
-        } else {
-            corrected
-                || ended
-                || announces_strong_change(&new.content)
-                || announces_strong_change(said)
-        };
+        let attribute = new.key.as_deref().and_then(|k| k.rsplit('/').next());
+        let one_value =
+            attribute.is_some_and(|attribute| states_the_one_value(attribute, &new.content));
+        let strong = corrected
+            || ended
+            || announces_strong_change(&new.content)
+            || announces_strong_change(said);
+        let keyed_change = if one_value { changed } else { strong };
         let reason = if corrected {
             ConflictReason::Corrected
         } else {
@@ -228,6 +223,12 @@ impl Judge for OfflineJudge {
             let brings_new = new_values
                 .iter()
                 .any(|v| !old_values.contains(v) && !mentions(&f.content, v));
+            // Hobbies, dishes and bands come in numbers: under their key a new one
+            // joins the others unless the change is strong ("switched") or it takes
+            // the old one's place ("my favourite now").
+            let joins = same_key
+                && !strong
+                && attribute.is_some_and(|a| !displaces(a, &new.content, &f.content));
             let stale = if old_values.is_empty() {
                 // Neither names a value: only the statement's own words that the old
                 // state ended count ("Book window seats from now on", "let me fix
@@ -242,7 +243,7 @@ impl Judge for OfflineJudge {
             } else {
                 // An end named ("Rakuten laid off my group") closes a fact all of
                 // whose values it names, whether or not something takes their place.
-                (brings_new && (changed || (same_key && self.config.latest_wins)))
+                (brings_new && !joins && (changed || (same_key && self.config.latest_wins)))
                     // Its names suffice when it has any: "Rakuten laid off my group"
                     // ends "a product designer at Rakuten".
                     || (ended

@@ -507,7 +507,8 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
             i = j;
         } else {
             let t = &tokens[i];
-            if !t.core.is_empty() && !t.capitalised && is_item(&t.core) {
+            // An item opening a sentence is still an item: "Painting keeps me calm".
+            if !t.core.is_empty() && (!t.capitalised || t.sentence_start) && is_item(&t.core) {
                 push(t.core.clone(), &mut out);
             }
             i += 1;
@@ -576,7 +577,9 @@ mod tests {
             n("Omar started at Initech on 5 September 2022."),
             ["initech"]
         );
-        assert!(n("Said goodbye to it. Finally done. Running is fun.").is_empty());
+        assert!(n("Said goodbye to it. Finally done. Walking is fun.").is_empty());
+        // A lexicon item opening a sentence is still one.
+        assert_eq!(n("Painting keeps me calm."), ["painting"]);
         assert_eq!(n("Catan has been dethroned."), ["catan"]);
         assert_eq!(n("Gave my PS4 to my nephew."), ["ps4"]);
     }

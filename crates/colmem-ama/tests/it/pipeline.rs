@@ -517,6 +517,38 @@ fn a_weak_cue_replaces_a_valueless_fact_only_of_a_single_valued_attribute() {
 }
 
 #[test]
+fn a_new_hobby_joins_the_old_unless_it_takes_its_place() {
+    let (world, u, a) = one_pair();
+    let current = |needle: &str| world.recalls_current_fact(u, a, needle);
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "Painting keeps me calm after work.",
+        "2023-01-10",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "I started a pottery class lately and love it.",
+        "2023-02-01",
+    );
+    assert!(current("Painting keeps Dana calm"));
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "Knitting is all I do in the evenings now.",
+        "2023-03-01",
+    );
+    assert!(!current("Painting keeps Dana calm"));
+}
+
+#[test]
 fn a_shared_image_and_a_greeting_name_no_value() {
     let (world, u, a) = one_pair();
     let current = |needle: &str| world.recalls_current_fact(u, a, needle);
