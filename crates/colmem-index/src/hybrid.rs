@@ -60,11 +60,22 @@ impl Default for PlannerConfig {
     }
 }
 
-/// How vector and BM25 ranks are fused.
+/// How the vector and BM25 signals are fused.
+///
+/// A hit at rank `r` of a signal whose scores, min–max normalised over that
+/// signal's hits, give it `n` adds
+/// `weight · ((1 − score_share) / (rrf_k + r) + score_share · n / (rrf_k + 1))`:
+/// reciprocal-rank fusion at `score_share` 0, a convex combination of
+/// normalised scores at 1, on the same scale either way.
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub struct FusionConfig {
-    /// The reciprocal-rank-fusion constant: a hit at rank `r` adds `weight / (rrf_k + r)`.
+    /// The reciprocal-rank-fusion constant.
     pub rrf_k: f64,
+    /// The share of each signal's weight given by its normalised score rather
+    /// than its rank. Scores keep how far apart hits are, which ranks lose
+    /// (LoCoMo evidence recall@10: 0.730 → 0.737 with the offline embedder,
+    /// 0.738 → 0.762 with MiniLM, from 0 to 1).
+    pub score_share: f64,
     /// Weight of the vector signal.
     pub vector_weight: f64,
     /// Weight of the BM25 signal.
@@ -77,10 +88,44 @@ impl Default for FusionConfig {
     fn default() -> Self {
         FusionConfig {
             rrf_k: 60.0,
+            score_share: 1.0,
             vector_weight: 1.0,
             lexical_weight: 1.0,
             depth: 50,
         }
+    }
+}
+
+impl FusionConfig {
+    /// What each hit of one signal, best first, adds to its fused score before
+    /// the signal's weight: its rank's share and its normalised score's share.
+    /// Equal scores all normalise to 1; a score that is not a number to 0.
+    pub fn contributions(&self, scores: &[f32]) -> Vec<f64> {
+        let (min, max) = scores
+            .iter()
+            .map(|&s| f64::from(s))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| {
+                (lo.min(s), hi.max(s))
+            });
+        scores
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                let normalised = if max > min {
+                    (f64::from(s) - min) / (max - min)
+                } else {
+                    1.0
+                };
+                // A score that is not a number ranks by its position alone.
+                let normalised = if normalised.is_finite() {
+                    normalised
+                } else {
+                    0.0
+                };
+                (1.0 - self.score_share) / (self.rrf_k + (i + 1) as f64)
+                    + self.score_share * normalised / (self.rrf_k + 1.0)
+            })
+            .collect()
     }
 }
 
@@ -848,21 +893,31 @@ impl HybridIndex {
             lexical: None,
             plan,
         };
-        for (i, h) in vector_hits.iter().enumerate() {
+        let vector_scores: Vec<f32> = vector_hits.iter().map(|h| h.score).collect();
+        for (i, (h, part)) in vector_hits
+            .iter()
+            .zip(fusion.contributions(&vector_scores))
+            .enumerate()
+        {
             let hit = hits.entry(h.id).or_insert_with(|| blank(h.id));
             hit.vector = Some(Signal {
                 rank: i + 1,
                 score: h.score,
             });
-            hit.fused += fusion.vector_weight / (fusion.rrf_k + (i + 1) as f64);
+            hit.fused += fusion.vector_weight * part;
         }
-        for (i, h) in lexical_hits.iter().enumerate() {
+        let lexical_scores: Vec<f32> = lexical_hits.iter().map(|h| h.score).collect();
+        for (i, (h, part)) in lexical_hits
+            .iter()
+            .zip(fusion.contributions(&lexical_scores))
+            .enumerate()
+        {
             let hit = hits.entry(h.id).or_insert_with(|| blank(h.id));
             hit.lexical = Some(Signal {
                 rank: i + 1,
                 score: h.score,
             });
-            hit.fused += fusion.lexical_weight / (fusion.rrf_k + (i + 1) as f64);
+            hit.fused += fusion.lexical_weight * part;
         }
         let mut hits: Vec<Hit> = hits.into_values().collect();
         hits.sort_by(|a, b| {
@@ -876,5 +931,55 @@ impl HybridIndex {
         });
         hits.truncate(query.k);
         Ok(hits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FusionConfig;
+
+    fn close(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12)
+    }
+
+    #[test]
+    fn ranks_scores_and_their_mix_fuse_on_one_scale() {
+        let scores = [1.0, 0.5, 0.0];
+        let ranks = FusionConfig {
+            rrf_k: 1.0,
+            score_share: 0.0,
+            ..FusionConfig::default()
+        };
+        assert!(close(
+            &ranks.contributions(&scores),
+            &[1.0 / 2.0, 1.0 / 3.0, 1.0 / 4.0]
+        ));
+        let by_score = FusionConfig {
+            score_share: 1.0,
+            ..ranks
+        };
+        // min–max: the best gets what rank 1 gets, the worst nothing.
+        assert!(close(&by_score.contributions(&scores), &[0.5, 0.25, 0.0]));
+        let mixed = FusionConfig {
+            score_share: 0.5,
+            ..ranks
+        };
+        assert!(close(
+            &mixed.contributions(&scores),
+            &[0.5, (1.0 / 3.0 + 0.25) / 2.0, 1.0 / 8.0]
+        ));
+    }
+
+    #[test]
+    fn equal_scores_are_all_best_and_a_nan_counts_for_nothing() {
+        let by_score = FusionConfig {
+            rrf_k: 1.0,
+            score_share: 1.0,
+            ..FusionConfig::default()
+        };
+        assert!(close(&by_score.contributions(&[0.3, 0.3]), &[0.5, 0.5]));
+        let parts = by_score.contributions(&[0.8, f32::NAN, 0.2]);
+        assert!(close(&parts, &[0.5, 0.0, 0.0]), "{parts:?}");
+        assert!(by_score.contributions(&[]).is_empty());
     }
 }

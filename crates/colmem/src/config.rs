@@ -183,6 +183,10 @@ pub struct IndexConfig {
     pub min_candidates: usize,
     /// The reciprocal-rank-fusion constant.
     pub rrf_k: f64,
+    /// The share of each signal's weight given by its min–max normalised score
+    /// rather than its rank: 0 is reciprocal-rank fusion, 1 a convex combination.
+    #[serde(deserialize_with = "share")]
+    pub score_share: f64,
     /// Weight of the vector signal.
     pub vector_weight: f64,
     /// Weight of the BM25 signal.
@@ -205,6 +209,7 @@ impl Default for IndexConfig {
             size_growth: planner.size_growth,
             min_candidates: planner.min_candidates,
             rrf_k: fusion.rrf_k,
+            score_share: fusion.score_share,
             // The default embedder is the offline hash embedder, a weaker signal than
             // BM25: on LoCoMo evidence recall@10 it scores 0.615 at 0.4 against 0.550
             // at 1.0 (`cargo xtask eval locomo`). Raise it for a semantic embedder.
@@ -237,6 +242,7 @@ impl IndexConfig {
     pub fn fusion(&self) -> colmem_index::FusionConfig {
         colmem_index::FusionConfig {
             rrf_k: self.rrf_k,
+            score_share: self.score_share,
             vector_weight: self.vector_weight,
             lexical_weight: self.lexical_weight,
             depth: self.depth,
@@ -263,6 +269,18 @@ impl Default for StoreSettings {
             max_value_bytes: 64 * 1024,
             durable_commits: false,
         }
+    }
+}
+
+/// A share: a number from 0 to 1.
+fn share<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<f64, D::Error> {
+    let value = f64::deserialize(deserializer)?;
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "a share is a number from 0 to 1, not {value}"
+        )))
     }
 }
 
@@ -487,6 +505,12 @@ mod tests {
         assert!(err.to_string().contains("dimm"), "{err}");
         let err = load_text("[embedder]\nkind = \"quantum\"\n", &[]).unwrap_err();
         assert!(err.to_string().contains("unknown embedder kind"), "{err}");
+        let err = load_text("[index]\nscore_share = 1.5\n", &[]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("score_share") && text.contains("from 0 to 1"),
+            "{text}"
+        );
         let err = load_text("[store\n", &[]).unwrap_err();
         assert!(matches!(err, Error::ConfigFile { .. }), "{err}");
     }

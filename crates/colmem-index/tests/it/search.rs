@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use colmem_core::{Granularity, ReadFilter, Scope, StoredFragment};
 use colmem_index::{
-    FlatIndex, HybridConfig, HybridIndex, LexicalIndex, MemoryBm25, PlannerConfig, Query, Strategy,
-    VectorIndex,
+    FlatIndex, FusionConfig, HybridConfig, HybridIndex, LexicalIndex, MemoryBm25, PlannerConfig,
+    Query, Strategy, VectorIndex,
 };
 use proptest::prelude::*;
 
@@ -193,14 +193,20 @@ fn build(
     planner: PlannerConfig,
     records: &[StoredFragment],
 ) -> HybridIndex {
-    let index = HybridIndex::new(
-        vector,
-        lexical,
-        HybridConfig {
-            planner,
-            ..HybridConfig::default()
-        },
-    );
+    let config = HybridConfig {
+        planner,
+        ..HybridConfig::default()
+    };
+    build_with(vector, lexical, config, records)
+}
+
+fn build_with(
+    vector: Arc<dyn VectorIndex>,
+    lexical: Option<Arc<dyn LexicalIndex>>,
+    config: HybridConfig,
+    records: &[StoredFragment],
+) -> HybridIndex {
+    let index = HybridIndex::new(vector, lexical, config);
     for chunk in records.chunks(1000) {
         assert_eq!(index.put_many(chunk).unwrap(), 0);
     }
@@ -541,11 +547,30 @@ fn filtered_bm25_returns_the_exact_filtered_top_k() {
 #[test]
 fn hybrid_results_fuse_ranks_and_explain_them() {
     let records = corpus();
-    for (name, lexical) in lexical_backends() {
-        let index = build(
+    for score_share in [0.0, 1.0] {
+        for (name, lexical) in lexical_backends() {
+            fuse_and_explain(records, name, lexical, score_share);
+        }
+    }
+}
+
+fn fuse_and_explain(
+    records: &[StoredFragment],
+    name: &str,
+    lexical: Arc<dyn LexicalIndex>,
+    score_share: f64,
+) {
+    {
+        let index = build_with(
             Arc::new(FlatIndex::new(DIM)),
             Some(lexical),
-            PlannerConfig::default(),
+            HybridConfig {
+                fusion: FusionConfig {
+                    score_share,
+                    ..FusionConfig::default()
+                },
+                ..HybridConfig::default()
+            },
             records,
         );
         let (_, filter, _) = &readers()[1];
@@ -570,18 +595,35 @@ fn hybrid_results_fuse_ranks_and_explain_them() {
             "{name}: the fragment matching both signals ranks first"
         );
         let config = index.config().fusion;
+        let best = (config.vector_weight + config.lexical_weight) / (config.rrf_k + 1.0);
+        assert!(
+            (hits[0].fused - best).abs() < 1e-12,
+            "{name}: first in both signals, it gets the whole of both weights"
+        );
         for hit in &hits {
-            let mut fused = 0.0;
-            if let Some(v) = hit.vector {
-                fused += config.vector_weight / (config.rrf_k + v.rank as f64);
+            if score_share == 0.0 {
+                // Reciprocal-rank fusion: the rank alone decides.
+                let mut fused = 0.0;
+                if let Some(v) = hit.vector {
+                    fused += config.vector_weight / (config.rrf_k + v.rank as f64);
+                }
+                if let Some(l) = hit.lexical {
+                    fused += config.lexical_weight / (config.rrf_k + l.rank as f64);
+                }
+                assert!(
+                    (fused - hit.fused).abs() < 1e-12,
+                    "{name}: fused score is the sum of its signals"
+                );
+            } else {
+                // Normalised scores: each signal adds at most its weight's share.
+                let most = hit.vector.map_or(0.0, |_| config.vector_weight)
+                    + hit.lexical.map_or(0.0, |_| config.lexical_weight);
+                assert!(
+                    (0.0..=most / (config.rrf_k + 1.0) + 1e-12).contains(&hit.fused),
+                    "{name}: {} outside its signals' bounds",
+                    hit.fused
+                );
             }
-            if let Some(l) = hit.lexical {
-                fused += config.lexical_weight / (config.rrf_k + l.rank as f64);
-            }
-            assert!(
-                (fused - hit.fused).abs() < 1e-12,
-                "{name}: fused score is the sum of its signals"
-            );
             assert!(filter.admits(&records[hit.id.0 as usize - 1].fragment.meta()));
         }
         assert!(hits.windows(2).all(|w| w[0].fused >= w[1].fused));
