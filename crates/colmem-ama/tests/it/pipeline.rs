@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use colmem_access::{AccessGraph, Context, SystemPolicy};
-use colmem_ama::{Caller, Origin, Pipeline, PipelineConfig, RecallOptions, Roles, TurnInput};
+use colmem_ama::{
+    Caller, Origin, Pipeline, PipelineConfig, Recall, RecallOptions, Roles, Route, TurnInput,
+};
 use colmem_core::{
     AccessChange, AccessEvent, AgentId, Clock, Edge, Fragment, FragmentId, Granularity,
     LogicalClock, Principal, Timestamp, UserId, View,
@@ -988,4 +990,52 @@ fn recall_is_refused_after_revocation() {
         edge: Edge::Invoke { user: u, agent: a },
     });
     assert!(world.caller(u, a).is_none(), "the pair may no longer talk");
+}
+
+#[test]
+fn episodes_answer_the_episode_route_and_stay_out_of_a_question_about_a_detail() {
+    let (world, u, a) = one_pair();
+    let turns = [
+        "I moved to Lisbon for the sunshine and the food.",
+        "The flat in Lisbon has a balcony over the river.",
+        "Lisbon trams are old but I love riding them.",
+        "Why Lisbon? I needed a fresh start after the divorce.",
+    ];
+    for (i, text) in turns.iter().enumerate() {
+        world.say(u, a, &format!("D1:{}", i + 1), "Dana", text, "2023-06-01");
+    }
+    let caller = world.caller(u, a).unwrap();
+    assert!(
+        world
+            .pipeline
+            .close_episode(&caller, "D1")
+            .unwrap()
+            .is_some()
+    );
+    let recall = |question: &str| {
+        world
+            .pipeline
+            .recall(&caller, question, &RecallOptions::default())
+            .unwrap()
+    };
+    let has_episode = |recall: &Recall| {
+        recall
+            .hits
+            .iter()
+            .any(|h| h.fragment.granularity == Granularity::Episode)
+    };
+    let detail = recall("Where does Dana's flat in Lisbon look out over?");
+    assert_ne!(detail.plan.route, Route::Episode);
+    assert!(
+        !has_episode(&detail),
+        "{:?}",
+        detail
+            .hits
+            .iter()
+            .map(|h| &h.fragment.content)
+            .collect::<Vec<_>>()
+    );
+    let why = recall("Why did Dana move to Lisbon, and how does Dana feel about it?");
+    assert_eq!(why.plan.route, Route::Episode);
+    assert!(has_episode(&why));
 }
