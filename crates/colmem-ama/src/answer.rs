@@ -6,7 +6,9 @@
 //! evidence replaced are the old state: a clause that names one is no answer, so "I
 //! handed in my notice at Globex and start at Initech" answers "start at Initech". A fact
 //! that replaced another answers what the replaced one answered, even in other words
-//! ("Rust has won me over" after "Java is my favourite language"). With a model, the
+//! ("Rust has won me over" after "Java is my favourite language"). When no clause covers
+//! a question after a named thing, the best-ranked clause naming a current value answers
+//! it rather than nothing. With a model, the
 //! evidence is the context of a prompt.
 
 use colmem_core::{Fragment, FragmentId, Granularity};
@@ -46,8 +48,11 @@ pub struct EvidenceSpan;
 
 /// How many of the top fragments the offline answer reads.
 const READ_TOP: usize = 10;
-/// Below this coverage nothing is answered.
+/// Below this coverage a clause is no answer…
 const MIN_COVERAGE: f64 = 0.3;
+/// …unless none covers the question: then a clause naming a current value among this
+/// many of the top fragments answers a question after a named thing.
+const FALLBACK_TOP: usize = 5;
 
 /// Words that place a question in time rather than name what it asks about (with the
 /// months).
@@ -481,10 +486,27 @@ impl Answerer for EvidenceSpan {
                     .then(a.fact.cmp(&b.fact))
                     .then(b.rank.cmp(&a.rank))
             });
+        // Nothing covers the question: a question after a named thing is answered by
+        // the best-ranked clause that names a current value, if the first evidence
+        // holds one ("The Rivian arrived" for "what truck does Victor drive now?").
+        let chosen = chosen.map(|c| (c.clause, c.id)).or_else(|| {
+            if !asks_for_value(question) {
+                return None;
+            }
+            clauses_of
+                .iter()
+                .filter(|(rank, _, clause, _)| {
+                    *rank < FALLBACK_TOP
+                        && !looks_past(clause)
+                        && named(clause, &names).iter().any(|v| !within_old(v, &old))
+                })
+                .min_by_key(|(rank, ..)| *rank)
+                .map(|(_, fragment, clause, _)| (clause.clone(), fragment.id))
+        });
         Ok(match chosen {
-            Some(c) => Answer {
-                text: c.clause,
-                evidence: vec![c.id],
+            Some((text, id)) => Answer {
+                text,
+                evidence: vec![id],
             },
             None => Answer {
                 text: String::new(),

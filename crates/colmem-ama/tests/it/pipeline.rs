@@ -1039,3 +1039,28 @@ fn episodes_answer_the_episode_route_and_stay_out_of_a_question_about_a_detail()
     assert_eq!(why.plan.route, Route::Episode);
     assert!(has_episode(&why));
 }
+
+#[test]
+fn a_value_question_nothing_covers_is_answered_by_a_clause_naming_a_current_value() {
+    let (world, u, a) = one_pair();
+    let turns = [
+        (
+            "D1:1",
+            "My Ford F-150 is perfect for hauling lumber to the cabin.",
+            "2023-01-05",
+        ),
+        (
+            "D1:2",
+            "The Rivian arrived and the F-150 sold the same week.",
+            "2023-06-05",
+        ),
+    ];
+    for (id, text, date) in turns {
+        world.say(u, a, id, "Dana", text, date);
+    }
+    let (answer, _) = world.ask(u, a, "What truck does Dana drive now?", View::Current);
+    assert!(answer.contains("Rivian"), "{answer:?}");
+    // A question after no named thing still gets nothing it does not cover.
+    let (answer, _) = world.ask(u, a, "How does Dana feel about towing?", View::Current);
+    assert!(answer.is_empty(), "{answer:?}");
+}
