@@ -8,8 +8,7 @@
 //! that replaced another answers what the replaced one answered, even in other words
 //! ("Rust has won me over" after "Java is my favourite language"). When no clause covers
 //! a question after a named thing, the best-ranked clause naming a current value answers
-//! it rather than nothing. With a model, the
-//! evidence is the context of a prompt.
+//! it rather than nothing. With a model, the evidence is the context of a prompt.
 
 use colmem_core::{Fragment, FragmentId, Granularity};
 use serde::{Deserialize, Serialize};
