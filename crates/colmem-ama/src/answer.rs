@@ -486,8 +486,8 @@ impl Answerer for EvidenceSpan {
                     .then(b.rank.cmp(&a.rank))
             });
         // Nothing covers the question: a question after a named thing is answered by
-        // the best-ranked clause that names a current value, if the first evidence
-        // holds one ("The Rivian arrived" for "what truck does Victor drive now?").
+        // the best-ranked clause of the top evidence that names a current value ("The
+        // Rivian arrived" for "what truck does Victor drive now?").
         let chosen = chosen.map(|c| (c.clause, c.id)).or_else(|| {
             if !asks_for_value(question) {
                 return None;
