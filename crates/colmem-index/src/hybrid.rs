@@ -893,31 +893,30 @@ impl HybridIndex {
             lexical: None,
             plan,
         };
-        let vector_scores: Vec<f32> = vector_hits.iter().map(|h| h.score).collect();
-        for (i, (h, part)) in vector_hits
-            .iter()
-            .zip(fusion.contributions(&vector_scores))
-            .enumerate()
-        {
-            let hit = hits.entry(h.id).or_insert_with(|| blank(h.id));
-            hit.vector = Some(Signal {
-                rank: i + 1,
-                score: h.score,
-            });
-            hit.fused += fusion.vector_weight * part;
-        }
-        let lexical_scores: Vec<f32> = lexical_hits.iter().map(|h| h.score).collect();
-        for (i, (h, part)) in lexical_hits
-            .iter()
-            .zip(fusion.contributions(&lexical_scores))
-            .enumerate()
-        {
-            let hit = hits.entry(h.id).or_insert_with(|| blank(h.id));
-            hit.lexical = Some(Signal {
-                rank: i + 1,
-                score: h.score,
-            });
-            hit.fused += fusion.lexical_weight * part;
+        // Each signal in turn, vector first: its ranked ids and scores, its weight and
+        // the hit's slot for it.
+        type Slot = fn(&mut Hit) -> &mut Option<Signal>;
+        let signals: [(Vec<(u64, f32)>, f64, Slot); 2] = [
+            (
+                vector_hits.iter().map(|h| (h.id, h.score)).collect(),
+                fusion.vector_weight,
+                |hit| &mut hit.vector,
+            ),
+            (
+                lexical_hits.iter().map(|h| (h.id, h.score)).collect(),
+                fusion.lexical_weight,
+                |hit| &mut hit.lexical,
+            ),
+        ];
+        for (ranked, weight, slot) in signals {
+            let scores: Vec<f32> = ranked.iter().map(|&(_, score)| score).collect();
+            for (i, (&(id, score), part)) in
+                ranked.iter().zip(fusion.contributions(&scores)).enumerate()
+            {
+                let hit = hits.entry(id).or_insert_with(|| blank(id));
+                *slot(hit) = Some(Signal { rank: i + 1, score });
+                hit.fused += weight * part;
+            }
         }
         let mut hits: Vec<Hit> = hits.into_values().collect();
         hits.sort_by(|a, b| {
