@@ -895,8 +895,9 @@ impl HybridIndex {
         };
         // Each signal in turn, vector first: its ranked ids and scores, its weight and
         // the hit's slot for it.
+        type Ranked = Vec<(u64, f32)>;
         type Slot = fn(&mut Hit) -> &mut Option<Signal>;
-        let signals: [(Vec<(u64, f32)>, f64, Slot); 2] = [
+        let signals: [(Ranked, f64, Slot); 2] = [
             (
                 vector_hits.iter().map(|h| (h.id, h.score)).collect(),
                 fusion.vector_weight,
