@@ -801,6 +801,52 @@ fn the_reply_to_a_question_about_a_matching_turn_is_recalled_with_it() {
 }
 
 #[test]
+fn a_thread_two_turns_on_from_a_matching_statement_is_recalled_with_it() {
+    let (world, u, a) = one_pair();
+    let turns = [
+        (
+            "Dana",
+            "Last night we watched the meteor shower from the dunes.",
+        ),
+        ("Assistant", "That sounds unforgettable."),
+        ("Dana", "I felt tiny and in awe of the universe."),
+    ];
+    for (i, (speaker, text)) in turns.iter().enumerate() {
+        world.say(u, a, &format!("D1:{}", i + 1), speaker, text, "2023-06-01");
+    }
+    // Turns that share a word with the question outrank the answer, which shares none,
+    // unless it is promoted as the thread of the matching turn two turns back.
+    for i in 0..40 {
+        let text = format!("Shower {i} of the guest bathroom needs new grout.");
+        world.say(u, a, &format!("D2:{}", i + 1), "Dana", &text, "2023-06-02");
+    }
+    let caller = world.caller(u, a).unwrap();
+    let recall = world
+        .pipeline
+        .recall(
+            &caller,
+            "How did Dana feel watching the meteor shower?",
+            &RecallOptions {
+                k: Some(10),
+                ..RecallOptions::default()
+            },
+        )
+        .unwrap();
+    let hits: Vec<(f64, &str)> = recall
+        .hits
+        .iter()
+        .map(|h| (h.score, h.fragment.content.as_str()))
+        .collect();
+    assert!(
+        recall
+            .hits
+            .iter()
+            .any(|h| h.fragment.provenance.source.turns == ["D1:3"]),
+        "the answer two turns after the matching statement is missing: {hits:#?}"
+    );
+}
+
+#[test]
 fn a_mention_without_a_new_value_or_a_change_replaces_nothing() {
     let (world, u, a) = one_pair();
     world.say(
