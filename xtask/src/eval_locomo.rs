@@ -223,7 +223,7 @@ struct Summary {
     /// Fragments deleted while the dialogue was remembered: two people talking to
     /// each other give this memory no instruction to forget, so this should be 0.
     ingest_deletions: usize,
-    /// Facts closed as stale while the dialogue was remembered.
+    /// Facts (and the profile entries drawn from them) closed as stale while the dialogue was remembered.
     ingest_supersedes: usize,
     embedder: String,
     ingest_turns_per_s: f64,
@@ -546,7 +546,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
     }
     let ama = &tallies[0];
     println!(
-        "questions {}, context tokens per question {:.2}% of the conversation, leaks {}, fragments deleted while ingesting {}, facts closed as stale {}",
+        "questions {}, context tokens per question {:.2}% of the conversation, leaks {}, fragments deleted while ingesting {}, facts and profile entries closed as stale {}",
         ama.questions(),
         mean(&ama.context_ratio) * 100.0,
         leaks,

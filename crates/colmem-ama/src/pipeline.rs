@@ -261,7 +261,8 @@ pub struct Answered {
 pub struct Remembered {
     /// Fragments written.
     pub written: Vec<FragmentId>,
-    /// Stale facts closed, with the fact that replaced each.
+    /// Stale facts closed, with the fact that replaced each; the profile entries drawn
+    /// from a stale fact are closed with it and listed too.
     pub superseded: Vec<(FragmentId, FragmentId)>,
     /// Fragments deleted on the user's explicit instruction.
     pub deleted: Vec<FragmentId>,
@@ -879,6 +880,20 @@ impl Pipeline {
             })?;
             pairs.push((old.id, new_id));
         }
+        // The profile entries drawn from what a stale fact said are stale with it.
+        let profile = self.own_fragments(caller, None, Some(Granularity::Profile))?;
+        for entry in profile
+            .iter()
+            .filter(|p| olds.iter().any(|old| drawn_from(p, old)))
+        {
+            self.store.supersede_by(&colmem_store::SupersedeBy {
+                user: caller.user(),
+                agent: caller.agent(),
+                old: entry.id,
+                successor: new_id,
+            })?;
+            pairs.push((entry.id, new_id));
+        }
         Ok(pairs)
     }
 
@@ -1181,6 +1196,22 @@ fn speaker(fragment: &Fragment) -> Option<String> {
             .map(str::to_lowercase),
         _ => None,
     }
+}
+
+/// Whether a profile entry was drawn from the statement a fact holds: the same source
+/// turns, and the fact holds most of the entry's words.
+fn drawn_from(entry: &Fragment, fact: &Fragment) -> bool {
+    let stems = |text: &str| -> Vec<String> {
+        crate::text::content_words(text)
+            .iter()
+            .map(|w| crate::judge::stem(w))
+            .collect()
+    };
+    let (own, held) = (stems(&entry.content), stems(&fact.content));
+    let shared = own.iter().filter(|w| held.contains(w)).count();
+    entry.provenance.source.turns == fact.provenance.source.turns
+        && !own.is_empty()
+        && shared * 3 >= own.len() * 2
 }
 
 /// The turn after `D3:7`: `D3:8` (`None` for an id without a turn number).

@@ -275,6 +275,57 @@ fn stored(world: &World, u: UserId, a: AgentId) -> Vec<Fragment> {
 }
 
 #[test]
+fn a_profile_entry_is_closed_with_the_fact_it_was_drawn_from() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "My favourite drink is a double espresso.",
+        "2023-01-05",
+    );
+    let profile = |world: &World| -> Vec<String> {
+        stored(world, u, a)
+            .into_iter()
+            .filter(|f| f.granularity == Granularity::Profile)
+            .map(|f| f.content)
+            .collect()
+    };
+    assert!(
+        profile(&world).iter().any(|p| p.contains("espresso")),
+        "{:?}",
+        profile(&world)
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "I switched to green tea, so my favourite drink these days is sencha.",
+        "2023-03-01",
+    );
+    let now = profile(&world);
+    assert!(!now.iter().any(|p| p.contains("espresso")), "{now:?}");
+    // The closed entry is history, not gone.
+    let caller = world.caller(u, a).unwrap();
+    let then = world
+        .store
+        .list(
+            &caller
+                .filter()
+                .clone()
+                .with_view(View::WorldAsOf(Timestamp::parse("2023-02-01").unwrap())),
+            &colmem_store::ListQuery::default(),
+        )
+        .unwrap();
+    assert!(
+        then.iter()
+            .any(|f| f.granularity == Granularity::Profile && f.content.contains("espresso"))
+    );
+}
+
+#[test]
 fn a_keyed_remember_is_written_once_however_often_it_is_retried() {
     let (world, u, a) = one_pair();
     let said = turn("D1:1", "I live in Denver and I work at Globex.");
