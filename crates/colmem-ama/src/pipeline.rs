@@ -706,7 +706,7 @@ impl Pipeline {
     ) -> Result<Answered> {
         let recall = self.recall(caller, query, options)?;
         let evidence: Vec<&Fragment> = recall.hits.iter().map(|h| &h.fragment).collect();
-        let replaced = self.replaced(caller, &evidence)?;
+        let replaced = self.replaced(caller, &evidence, options.view)?;
         let replaced: Vec<&Fragment> = replaced.iter().collect();
         let answer = self
             .roles
@@ -716,8 +716,15 @@ impl Pipeline {
     }
 
     /// The facts the evidence's facts replaced, and the ones those replaced, up to
-    /// [`REPLACED_DEPTH`] generations back: the ones the caller may read now.
-    fn replaced(&self, caller: &Caller<'_>, evidence: &[&Fragment]) -> Result<Vec<Fragment>> {
+    /// [`REPLACED_DEPTH`] generations back: the ones the caller may read now, replaced
+    /// by the moment `view` reads (a history read of August is answered by what held in
+    /// August, though it was replaced in September).
+    fn replaced(
+        &self,
+        caller: &Caller<'_>,
+        evidence: &[&Fragment],
+        view: View,
+    ) -> Result<Vec<Fragment>> {
         let mut seen: Vec<FragmentId> = evidence.iter().map(|f| f.id).collect();
         let mut frontier: Vec<FragmentId> = evidence
             .iter()
@@ -739,7 +746,7 @@ impl Pipeline {
                     Err(e) => return Err(e.into()),
                 };
                 if parent.granularity == Granularity::Fact
-                    && parent.superseded_by.is_some()
+                    && replaced_in(view, &parent)
                     && caller.can_read_history(&parent)
                 {
                     next.extend(parent.provenance.source.parents.iter().copied());
@@ -768,7 +775,7 @@ impl Pipeline {
             },
         )?;
         out.extend(mine.into_iter().filter(|f| {
-            f.superseded_by.is_some()
+            replaced_in(view, f)
                 && f.provenance.user == caller.user()
                 && !seen.contains(&f.id)
                 && f.provenance.source.turns.iter().any(|t| turns.contains(&t))
@@ -1196,6 +1203,17 @@ fn speaker(fragment: &Fragment) -> Option<String> {
             .map(str::to_lowercase),
         _ => None,
     }
+}
+
+/// Whether `fragment` had been replaced at the moment `view` reads: by now for the
+/// current view and every version, by then for a history read.
+fn replaced_in(view: View, fragment: &Fragment) -> bool {
+    fragment.superseded_by.is_some()
+        && match view {
+            View::WorldAsOf(w) => fragment.validity.until().is_some_and(|u| u <= w),
+            View::RecordAsOf(r) => fragment.superseded_at.is_some_and(|s| s <= r),
+            View::Current | View::AllVersions => true,
+        }
 }
 
 /// Whether a profile entry was drawn from the statement a fact holds: the same source

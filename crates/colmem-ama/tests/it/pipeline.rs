@@ -326,6 +326,47 @@ fn a_profile_entry_is_closed_with_the_fact_it_was_drawn_from() {
 }
 
 #[test]
+fn a_history_read_answers_with_what_held_then_though_it_was_replaced_later() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "I live in Denver, near the park.",
+        "2023-01-05",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "I moved to Austin last week.",
+        "2023-03-10",
+    );
+    let caller = world.caller(u, a).unwrap();
+    // Raw turns only: the evidence is what was said, and the Denver fact, replaced
+    // in March, is not among it.
+    let answered = world
+        .pipeline
+        .answer(
+            &caller,
+            "Where did Dana live in February 2023?",
+            &RecallOptions {
+                view: View::WorldAsOf(Timestamp::parse("2023-02-01").unwrap()),
+                granularities: Some(vec![Granularity::RawTurn]),
+                ..RecallOptions::default()
+            },
+        )
+        .unwrap();
+    assert!(
+        answered.answer.text.contains("Denver"),
+        "{:?}",
+        answered.answer
+    );
+}
+
+#[test]
 fn a_keyed_remember_is_written_once_however_often_it_is_retried() {
     let (world, u, a) = one_pair();
     let said = turn("D1:1", "I live in Denver and I work at Globex.");
