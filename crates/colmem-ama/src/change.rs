@@ -20,7 +20,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::text::{content_words, words};
+use crate::text::{content_words, lexicon_words, words};
 use crate::values::is_occupation;
 
 /// Attributes of a person that change over time, with the words that signal each.
@@ -558,14 +558,14 @@ const CORRECTION_CUES: &[&str] = &[
 
 /// The attributes a text is about, by the lexicon, most strongly signalled first.
 pub fn attributes(text: &str) -> Vec<&'static str> {
-    attributes_of(&words(text))
+    attributes_of(&lexicon_words(text))
 }
 
 /// The attributes a fact is keyed by: [`attributes`], without the lexicon words that
 /// chat uses as often in other senses unless the words after them give the attribute's
 /// sense (see [`KEYED_ONLY_BEFORE`]).
 pub fn key_attributes(text: &str) -> Vec<&'static str> {
-    let all = words(text);
+    let all = lexicon_words(text);
     let senses: Vec<String> = all
         .iter()
         .enumerate()
@@ -675,7 +675,7 @@ const ONE_OF_A_KIND: &[&str] = &[
 /// is single-valued, or the statement names a favourite.
 pub fn states_the_one_value(attribute: &str, text: &str) -> bool {
     SINGLE_VALUED.contains(&attribute)
-        || words(&text.to_lowercase())
+        || lexicon_words(text)
             .iter()
             .any(|w| ONE_OF_A_KIND.contains(&w.as_str()))
 }
@@ -710,7 +710,7 @@ pub fn announces_change(text: &str) -> bool {
 /// `counts` keeps.
 fn announces(text: &str, counts: impl Fn(&str) -> bool) -> bool {
     let lower = text.to_lowercase();
-    words(&lower)
+    lexicon_words(&lower)
         .iter()
         .any(|w| CHANGE_CUES.contains(&w.as_str()) && counts(w))
         || says_the_old_state_ended(&lower)
@@ -761,7 +761,7 @@ const END_CUES: &[&str] = &[
 /// Whether a statement says that something held has ended (see [`END_CUES`]).
 pub fn announces_end(text: &str) -> bool {
     let lower = text.to_lowercase();
-    let ws = words(&lower);
+    let ws = lexicon_words(&lower);
     END_CUES.iter().any(|cue| {
         if cue.contains(' ') {
             lower.contains(cue)
@@ -774,7 +774,7 @@ pub fn announces_end(text: &str) -> bool {
 /// Whether a statement corrects an earlier one.
 pub fn is_correction(text: &str) -> bool {
     let lower = text.to_lowercase();
-    let ws = words(&lower);
+    let ws = lexicon_words(&lower);
     CORRECTION_CUES.iter().any(|cue| {
         if cue.contains(' ') {
             lower.contains(cue)
@@ -1103,6 +1103,26 @@ fn strip_quoted(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_lexicon_word_can_match() {
+        let lexicons = ATTRIBUTES
+            .iter()
+            .flat_map(|(_, words)| words.iter())
+            .chain(CHANGE_CUES)
+            .chain(WEAK_CHANGE_CUES)
+            .chain(CORRECTION_CUES)
+            .chain(END_CUES)
+            .chain(ONE_OF_A_KIND)
+            .chain(PRESENT_AGAINST_PAST)
+            .chain(KEYED_ONLY_BEFORE.iter().map(|(word, _)| word));
+        for entry in lexicons.filter(|e| !e.contains(' ')) {
+            assert!(
+                lexicon_words(&format!("so {entry} then")).contains(&(*entry).to_owned()),
+                "{entry:?} can never match"
+            );
+        }
+    }
 
     #[test]
     fn a_strong_change_is_one_a_chat_rarely_makes_in_passing() {

@@ -30,6 +30,18 @@ pub const MONTHS: [&str; 12] = [
     "december",
 ];
 
+/// [`words`], then the hyphenated compounds among them ("walk-up", "e-reader"), for
+/// matching against lexicons that hold such compounds.
+pub fn lexicon_words(text: &str) -> Vec<String> {
+    let mut out = words(text);
+    out.extend(
+        text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
+            .map(|w| w.trim_matches(['\'', '-']).to_lowercase())
+            .filter(|w| w.contains('-')),
+    );
+    out
+}
+
 /// Lowercase words (letters, digits and inner apostrophes).
 pub fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
@@ -211,5 +223,25 @@ mod tests {
         );
         assert_eq!(keywords("dogs and dogs and cats", 5), vec!["dogs", "cats"]);
         assert!((jaccard(&words("a b c"), &words("b c d")) - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn lexicon_words_add_the_hyphenated_compounds() {
+        assert_eq!(
+            lexicon_words("My Brooklyn walk-up's AC - broken."),
+            vec![
+                "my",
+                "brooklyn",
+                "walk",
+                "up's",
+                "ac",
+                "broken",
+                "walk-up's"
+            ]
+        );
+        assert_eq!(
+            lexicon_words("my go-to drink"),
+            vec!["my", "go", "to", "drink", "go-to"]
+        );
     }
 }
