@@ -85,10 +85,9 @@ impl Refresher for OfflineRefresher {
             .copied()
             .filter(|f| {
                 coverage(&about, &f.content) >= TARGET_COVERAGE
-                    || (!named.is_empty()
-                        && attributes(&f.content)
-                            .first()
-                            .is_some_and(|a| named.contains(a)))
+                    // About an attribute the instruction names, among others: "the
+                    // doctor confirmed it's celiac disease" is about a diagnosis too.
+                    || attributes(&f.content).iter().any(|a| named.contains(a))
             })
             .collect();
         // What was drawn from the same turns goes too: a fact of a forgotten turn would

@@ -1114,6 +1114,42 @@ fn only_the_users_own_instruction_deletes() {
 }
 
 #[test]
+fn a_forget_instruction_naming_an_attribute_deletes_what_is_about_it_among_other_things() {
+    let (world, u, a) = one_pair();
+    // About a diagnosis, and about the doctor (work) and a visit (schedule) too.
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "The doctor confirmed it's celiac disease, which explains a lot.",
+        "2023-01-05",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "My daughter starts ballet lessons on Saturday.",
+        "2023-01-06",
+    );
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "Delete the note about my diagnosis, please.",
+        "2023-01-07",
+    );
+    let left: Vec<String> = stored(&world, u, a)
+        .into_iter()
+        .map(|f| f.content)
+        .collect();
+    assert!(!left.iter().any(|c| c.contains("celiac")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("ballet")), "{left:?}");
+}
+
+#[test]
 fn recall_is_refused_after_revocation() {
     let (mut world, u, a) = one_pair();
     world.say(
