@@ -340,6 +340,7 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
         "relationship",
         &[
             "partner",
+            "ex",
             "boyfriend",
             "girlfriend",
             "husband",
@@ -1103,6 +1104,12 @@ fn strip_quoted(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_possessive_is_about_what_it_owns() {
+        assert_eq!(attributes("my ex's name"), ["relationship"]);
+        assert_eq!(attributes("my wife's birthday"), ["relationship"]);
+    }
 
     #[test]
     fn every_lexicon_word_can_match() {

@@ -30,8 +30,9 @@ pub const MONTHS: [&str; 12] = [
     "december",
 ];
 
-/// [`words`], then the hyphenated compounds among them ("walk-up", "e-reader"), for
-/// matching against lexicons that hold such compounds.
+/// [`words`], then the hyphenated compounds among them ("walk-up", "e-reader"), then
+/// the possessives without their "'s" ("my ex's name" → "ex"), for matching against
+/// lexicons of such words.
 pub fn lexicon_words(text: &str) -> Vec<String> {
     let mut out = words(text);
     out.extend(
@@ -39,6 +40,12 @@ pub fn lexicon_words(text: &str) -> Vec<String> {
             .map(|w| w.trim_matches(['\'', '-']).to_lowercase())
             .filter(|w| w.contains('-')),
     );
+    let bases: Vec<String> = out
+        .iter()
+        .filter_map(|w| w.strip_suffix("'s"))
+        .map(str::to_owned)
+        .collect();
+    out.extend(bases);
     out
 }
 
@@ -226,7 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn lexicon_words_add_the_hyphenated_compounds() {
+    fn lexicon_words_add_the_hyphenated_compounds_and_the_possessives_bases() {
         assert_eq!(
             lexicon_words("My Brooklyn walk-up's AC - broken."),
             vec![
@@ -236,7 +243,9 @@ mod tests {
                 "up's",
                 "ac",
                 "broken",
-                "walk-up's"
+                "walk-up's",
+                "up",
+                "walk-up"
             ]
         );
         assert_eq!(
