@@ -16,6 +16,7 @@
 
 pub mod answer;
 pub mod caller;
+pub mod categories;
 pub mod change;
 pub mod constructor;
 mod error;

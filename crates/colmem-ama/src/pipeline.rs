@@ -142,6 +142,10 @@ pub struct PipelineConfig {
     /// you feel?" → the answer (LoCoMo evidence recall@10: 0.747 at 1, 0.753 at 2,
     /// 0.754 at 3).
     pub context_width: u32,
+    /// Add to the lexical query the members of the categories it names ("countries" →
+    /// Spain, England …; see [`crate::categories`]): LoCoMo evidence recall@10 0.753 →
+    /// 0.758, multi-hop 0.415 → 0.446.
+    pub expand_categories: bool,
 }
 
 impl Default for PipelineConfig {
@@ -160,6 +164,7 @@ impl Default for PipelineConfig {
             time_boost: 0.5,
             context_weight: 0.5,
             context_width: 2,
+            expand_categories: true,
         }
     }
 }
@@ -555,7 +560,7 @@ impl Pipeline {
         let plan = self.roles.retriever.plan(query, &options.context)?;
         let k = options.k.unwrap_or(plan.k).max(1);
         let filter = caller.filter().clone().with_view(options.view);
-        let lexical = lexical_text(&plan.rewritten);
+        let lexical = lexical_text(&plan.rewritten, self.config.expand_categories);
         let content = crate::text::content_words(&plan.rewritten);
         let vector_text = if self.config.embed_content_words && !content.is_empty() {
             content.join(" ")
@@ -1121,11 +1126,17 @@ fn fallback(route: Route) -> Vec<Route> {
 
 /// The text the lexical signal searches: the query plus the names of the attributes it
 /// asks about (facts carry their attribute as a keyword).
-fn lexical_text(query: &str) -> String {
+fn lexical_text(query: &str, categories: bool) -> String {
     let mut text = query.to_owned();
     for attribute in attributes(query) {
         text.push(' ');
         text.push_str(attribute);
+    }
+    if categories {
+        for member in crate::categories::members_asked(query) {
+            text.push(' ');
+            text.push_str(member);
+        }
     }
     text
 }

@@ -811,7 +811,7 @@ fn the_reply_to_a_matching_question_is_recalled_with_it() {
             &caller,
             "How long has Dana been married?",
             &RecallOptions {
-                k: Some(6),
+                k: Some(10),
                 ..RecallOptions::default()
             },
         )
@@ -935,6 +935,61 @@ fn a_thread_two_turns_on_from_a_matching_statement_is_recalled_with_it() {
             .iter()
             .any(|h| h.fragment.provenance.source.turns == ["D1:3"]),
         "the answer two turns after the matching statement is missing: {hits:#?}"
+    );
+}
+
+#[test]
+fn a_question_after_a_category_recalls_the_turns_naming_its_members() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "Here's a pic from my trip to Spain last summer.",
+        "2023-06-01",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "I still think about the castles of Scotland.",
+        "2023-06-01",
+    );
+    // Thirty turns of Dana's, as close to the question as the two (they share only the
+    // name): the two rank first only when the question's category brings its members.
+    for i in 0..30 {
+        let text = format!("The plumber came again on day {i}.");
+        world.say(u, a, &format!("D2:{}", i + 1), "Dana", &text, "2023-06-02");
+    }
+    let caller = world.caller(u, a).unwrap();
+    let recall = world
+        .pipeline
+        .recall(
+            &caller,
+            "Which countries has Dana visited?",
+            &RecallOptions {
+                k: Some(10),
+                ..RecallOptions::default()
+            },
+        )
+        .unwrap();
+    let turns: Vec<&str> = recall
+        .hits
+        .iter()
+        .flat_map(|h| {
+            h.fragment
+                .provenance
+                .source
+                .turns
+                .iter()
+                .map(String::as_str)
+        })
+        .collect();
+    assert!(
+        turns.contains(&"D1:1") && turns.contains(&"D1:2"),
+        "{turns:?}"
     );
 }
 
