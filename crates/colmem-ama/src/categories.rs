@@ -382,14 +382,22 @@ pub const CATEGORIES: &[(&[&str], &[&str])] = &[
     ),
 ];
 
-/// The members of the categories `query` names, in the order of [`CATEGORIES`].
+/// The members of the categories `query` names, in the order of [`CATEGORIES`], each
+/// once ("york" is a state and a city).
 pub fn members_asked(query: &str) -> Vec<&'static str> {
     let ws = words(query);
-    CATEGORIES
+    let mut out: Vec<&'static str> = Vec::new();
+    for (_, members) in CATEGORIES
         .iter()
         .filter(|(nouns, _)| ws.iter().any(|w| nouns.contains(&w.as_str())))
-        .flat_map(|(_, members)| members.iter().copied())
-        .collect()
+    {
+        for member in members.iter() {
+            if !out.contains(member) {
+                out.push(member);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -404,6 +412,8 @@ mod tests {
         let members = members_asked("Which instruments does Mel play, and in which cities?");
         assert!(members.contains(&"violin") && members.contains(&"paris"));
         assert!(members_asked("How did Mel feel about the concert?").is_empty());
+        let both = members_asked("Which states and cities has Mel seen?");
+        assert_eq!(both.iter().filter(|m| **m == "york").count(), 1);
     }
 
     #[test]

@@ -595,7 +595,30 @@ const KEYED_ONLY_BEFORE: &[(&str, &[&str])] = &[
     ("home", &["in", "is"]),
 ];
 
+/// The attributes a text is mainly about: those of [`attributes`] with the most
+/// lexicon words in it ("the doctor confirmed it's celiac disease" is about a
+/// diagnosis, the doctor's work and a visit alike; "my husband and I moved into a
+/// house" is about a home, not a relationship).
+pub fn main_attributes(text: &str) -> Vec<&'static str> {
+    let scored = scored_attributes(&lexicon_words(text));
+    let most = scored.first().map_or(0, |(hits, _, _)| *hits);
+    scored
+        .into_iter()
+        .filter(|(hits, _, _)| *hits == most)
+        .map(|(_, _, name)| name)
+        .collect()
+}
+
 fn attributes_of(ws: &[String]) -> Vec<&'static str> {
+    scored_attributes(ws)
+        .into_iter()
+        .map(|(_, _, name)| name)
+        .collect()
+}
+
+/// The attributes `ws` hold lexicon words of, each with how many, most first (then in
+/// the order of [`ATTRIBUTES`]).
+fn scored_attributes(ws: &[String]) -> Vec<(usize, usize, &'static str)> {
     let mut scored: Vec<(usize, usize, &'static str)> = ATTRIBUTES
         .iter()
         .enumerate()
@@ -612,7 +635,7 @@ fn attributes_of(ws: &[String]) -> Vec<&'static str> {
         })
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored.into_iter().map(|(_, _, name)| name).collect()
+    scored
 }
 
 /// Change cues that as often say nothing of a change: "I got a new book", "into
@@ -1109,6 +1132,9 @@ mod tests {
     fn a_possessive_is_about_what_it_owns() {
         assert_eq!(attributes("my ex's name"), ["relationship"]);
         assert_eq!(attributes("my wife's birthday"), ["relationship"]);
+        // A prefix is no word: an ex-smoker is no ex, an ex-wife is a wife.
+        assert!(attributes("I'm an ex-smoker").is_empty());
+        assert_eq!(attributes("my ex-wife"), ["relationship"]);
     }
 
     #[test]

@@ -140,7 +140,9 @@ pub struct PipelineConfig {
     /// ranks at least 0.8 times the share of the one before. A thread of conversation
     /// runs on for several turns: "the meteor shower was amazing" → "how did it make
     /// you feel?" → the answer (LoCoMo evidence recall@10: 0.747 at 1, 0.753 at 2,
-    /// 0.754 at 3).
+    /// 0.754 at 3). At most [`MAX_CONTEXT_WIDTH`]: a configuration asking for more is
+    /// refused, a value set in code is held to it.
+    #[serde(deserialize_with = "context_width")]
     pub context_width: u32,
     /// Add to the lexical query the members of the categories it names ("countries" →
     /// Spain, England …; see [`crate::categories`]): LoCoMo evidence recall@10 0.753 →
@@ -892,11 +894,13 @@ impl Pipeline {
             })?;
             pairs.push((old.id, new_id));
         }
-        // The profile entries drawn from what a stale fact said are stale with it.
+        // The profile entries drawn from what a stale fact said are stale with it. One
+        // closed earlier in this turn may still be listed (the caller's filter was
+        // compiled before it): its row says so.
         let profile = self.own_fragments(caller, None, Some(Granularity::Profile))?;
         for entry in profile
             .iter()
-            .filter(|p| olds.iter().any(|old| drawn_from(p, old)))
+            .filter(|p| p.superseded_by.is_none() && olds.iter().any(|old| drawn_from(p, old)))
         {
             self.store.supersede_by(&colmem_store::SupersedeBy {
                 user: caller.user(),
@@ -982,7 +986,8 @@ impl Pipeline {
                 .collect();
             statements.sort_by(|a, b| b.0.score.total_cmp(&a.0.score));
             for (h, turn) in statements.into_iter().take(CONTEXT_FROM) {
-                for (distance, other) in around(turn, self.config.context_width) {
+                let width = self.config.context_width.min(MAX_CONTEXT_WIDTH);
+                for (distance, other) in around(turn, width) {
                     let share = self.config.context_weight * CONTEXT_DECAY.powi(distance - 1);
                     best.push((h.score * share, other));
                 }
@@ -1109,6 +1114,23 @@ const RECENT_LOOKBACK: usize = 50;
 const REPLIES_FROM: usize = 10;
 /// How many of the best turns that ask nothing have their neighbours promoted.
 const CONTEXT_FROM: usize = 5;
+/// The widest thread [`PipelineConfig::context_width`] may promote: past it a turn
+/// ranks at under a fifth of its hit's share.
+pub const MAX_CONTEXT_WIDTH: u32 = 8;
+
+/// `context_width` from a configuration: at most [`MAX_CONTEXT_WIDTH`].
+fn context_width<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<u32, D::Error> {
+    let width = u32::deserialize(deserializer)?;
+    if width > MAX_CONTEXT_WIDTH {
+        return Err(serde::de::Error::custom(format!(
+            "context_width is at most {MAX_CONTEXT_WIDTH} turns, not {width}"
+        )));
+    }
+    Ok(width)
+}
+
 /// How much less each turn further from a hit is promoted than the one before it.
 const CONTEXT_DECAY: f64 = 0.8;
 /// How many times replies and neighbours are promoted: the second pass reaches the
@@ -1221,7 +1243,9 @@ fn speaker(fragment: &Fragment) -> Option<String> {
 fn replaced_in(view: View, fragment: &Fragment) -> bool {
     fragment.superseded_by.is_some()
         && match view {
-            View::WorldAsOf(w) => fragment.validity.until().is_some_and(|u| u <= w),
+            // A correction that starts no later than what it corrects leaves that open:
+            // it was never true.
+            View::WorldAsOf(w) => fragment.validity.until().is_none_or(|u| u <= w),
             View::RecordAsOf(r) => fragment.superseded_at.is_some_and(|s| s <= r),
             View::Current | View::AllVersions => true,
         }

@@ -10,9 +10,9 @@
 
 use std::collections::HashSet;
 
-use colmem_core::{Fragment, FragmentId};
+use colmem_core::{Fragment, FragmentId, Granularity};
 
-use crate::change::{ForgetInstruction, attributes, forget_instruction};
+use crate::change::{ForgetInstruction, attributes, forget_instruction, main_attributes};
 use crate::constructor::Memory;
 use crate::error::Result;
 use crate::judge::{Conflict, coverage};
@@ -85,15 +85,19 @@ impl Refresher for OfflineRefresher {
             .copied()
             .filter(|f| {
                 coverage(&about, &f.content) >= TARGET_COVERAGE
-                    // About an attribute the instruction names, among others: "the
-                    // doctor confirmed it's celiac disease" is about a diagnosis too.
-                    || attributes(&f.content).iter().any(|a| named.contains(a))
+                    // Mainly about an attribute the instruction names: "the doctor
+                    // confirmed it's celiac disease" is about a diagnosis as much as
+                    // anything. An episode spans a session's topics: never by attribute.
+                    || (f.granularity != Granularity::Episode
+                        && main_attributes(&f.content).iter().any(|a| named.contains(a)))
             })
             .collect();
         // What was drawn from the same turns goes too: a fact of a forgotten turn would
         // otherwise keep what the user asked to forget.
+        // Not from an episode: its turns are a whole session.
         let turns: HashSet<&String> = direct
             .iter()
+            .filter(|f| f.granularity != Granularity::Episode)
             .flat_map(|f| &f.provenance.source.turns)
             .collect();
         // And what repeats the forgotten values elsewhere (an assistant echoing the

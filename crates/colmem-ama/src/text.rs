@@ -30,23 +30,39 @@ pub const MONTHS: [&str; 12] = [
     "december",
 ];
 
-/// [`words`], then the hyphenated compounds among them ("walk-up", "e-reader"), then
-/// the possessives without their "'s" ("my ex's name" → "ex"), for matching against
-/// lexicons of such words.
+/// Prefixes that make a compound of a word without being one: "ex-boss" is no "ex".
+const PREFIXES: &[&str] = &[
+    "ex", "non", "anti", "co", "pre", "post", "self", "semi", "un",
+];
+
+/// The words of a text for matching against lexicons, in order: as [`words`], but a
+/// hyphenated compound comes whole and then in its parts, without a leading prefix
+/// ("walk-up", "walk", "up"; "ex-wife", "wife"), and a possessive also without its "'s"
+/// ("my ex's name" → "ex's", "ex").
 pub fn lexicon_words(text: &str) -> Vec<String> {
-    let mut out = words(text);
-    out.extend(
-        text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
-            .map(|w| w.trim_matches(['\'', '-']).to_lowercase())
-            .filter(|w| w.contains('-')),
-    );
-    let bases: Vec<String> = out
-        .iter()
-        .filter_map(|w| w.strip_suffix("'s"))
-        .map(str::to_owned)
-        .collect();
-    out.extend(bases);
-    out
+    let mut out = Vec::new();
+    for token in text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-')) {
+        let token = token.trim_matches(['\'', '-']).to_lowercase();
+        if token.contains('-') {
+            let parts = words(&token);
+            let skip = usize::from(
+                parts
+                    .first()
+                    .is_some_and(|p| PREFIXES.contains(&p.as_str())),
+            );
+            out.push(token);
+            out.extend(parts.into_iter().skip(skip));
+        } else {
+            out.extend(words(&token));
+        }
+    }
+    let mut with_bases = Vec::with_capacity(out.len());
+    for w in out {
+        let base = w.strip_suffix("'s").map(str::to_owned);
+        with_bases.push(w);
+        with_bases.extend(base);
+    }
+    with_bases
 }
 
 /// Lowercase words (letters, digits and inner apostrophes).
@@ -233,24 +249,28 @@ mod tests {
     }
 
     #[test]
-    fn lexicon_words_add_the_hyphenated_compounds_and_the_possessives_bases() {
+    fn lexicon_words_keep_compounds_whole_and_possessives_bare() {
         assert_eq!(
             lexicon_words("My Brooklyn walk-up's AC - broken."),
             vec![
                 "my",
                 "brooklyn",
+                "walk-up's",
+                "walk-up",
                 "walk",
                 "up's",
-                "ac",
-                "broken",
-                "walk-up's",
                 "up",
-                "walk-up"
+                "ac",
+                "broken"
             ]
         );
         assert_eq!(
             lexicon_words("my go-to drink"),
-            vec!["my", "go", "to", "drink", "go-to"]
+            vec!["my", "go-to", "go", "to", "drink"]
+        );
+        assert_eq!(
+            lexicon_words("my ex-boss and my ex's name"),
+            vec!["my", "ex-boss", "boss", "and", "my", "ex's", "ex", "name"]
         );
     }
 }

@@ -511,6 +511,18 @@ mod tests {
             text.contains("score_share") && text.contains("from 0 to 1"),
             "{text}"
         );
+        let err = load_text("[pipeline]\ncontext_width = 50\n", &[]).unwrap_err();
+        assert!(
+            err.to_string().contains("context_width is at most 8"),
+            "{err}"
+        );
+        assert_eq!(
+            load_text("[pipeline]\ncontext_width = 3\n", &[])
+                .unwrap()
+                .pipeline
+                .context_width,
+            3
+        );
         let err = load_text("[store\n", &[]).unwrap_err();
         assert!(matches!(err, Error::ConfigFile { .. }), "{err}");
     }

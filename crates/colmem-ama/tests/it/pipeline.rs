@@ -33,9 +33,11 @@ impl World {
         let clock = Arc::new(LogicalClock::new(
             Timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
         ));
+        // The store's clock moves on as a wall clock does, a millisecond per reading:
+        // what one call writes is later than what it listed.
         let store: Arc<dyn FragmentStore> = Arc::new(
             SqliteStore::open_in_memory(StoreConfig {
-                clock: clock.clone(),
+                clock: Arc::new(Ticking(clock.clone())),
                 ..StoreConfig::default()
             })
             .unwrap(),
@@ -170,6 +172,16 @@ impl World {
                 .map(|h| h.fragment)
                 .collect(),
         )
+    }
+}
+
+/// A clock that moves on a millisecond each time it is read.
+#[derive(Debug)]
+struct Ticking(Arc<LogicalClock>);
+
+impl Clock for Ticking {
+    fn now(&self) -> Timestamp {
+        self.0.advance(1)
     }
 }
 
@@ -351,6 +363,69 @@ fn a_profile_entry_is_closed_with_the_fact_it_was_drawn_from() {
         then.iter()
             .any(|f| f.granularity == Granularity::Profile && f.content.contains("espresso"))
     );
+}
+
+#[test]
+fn a_history_read_takes_what_a_same_day_correction_replaced_as_old() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "I live in Lille, near the old town.",
+        "2023-01-05",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "Actually, I misspoke: I live in Lyon.",
+        "2023-01-05",
+    );
+    let caller = world.caller(u, a).unwrap();
+    let answered = world
+        .pipeline
+        .answer(
+            &caller,
+            "Where did Dana live in February 2023?",
+            &RecallOptions {
+                view: View::WorldAsOf(Timestamp::parse("2023-02-01").unwrap()),
+                granularities: Some(vec![Granularity::RawTurn]),
+                ..RecallOptions::default()
+            },
+        )
+        .unwrap();
+    let text = &answered.answer.text;
+    assert!(text.contains("Lyon") && !text.contains("Lille"), "{text:?}");
+}
+
+#[test]
+fn a_turn_that_replaces_two_facts_closes_a_shared_profile_entry_once() {
+    let (world, u, a) = one_pair();
+    // One sentence, one profile entry, under two facts the next turn replaces.
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "I love my house in Denver. I love my Honda car, the best car I have had, parked outside my house in Denver.",
+        "2023-01-05",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "I moved to Austin last week. I sold my car and bought a Tesla.",
+        "2023-03-01",
+    );
+    let left: Vec<String> = stored(&world, u, a)
+        .into_iter()
+        .map(|f| f.content)
+        .collect();
+    assert!(left.iter().any(|c| c.contains("Tesla")), "{left:?}");
 }
 
 #[test]
@@ -1149,6 +1224,45 @@ fn a_forget_instruction_naming_an_attribute_deletes_what_is_about_it_among_other
         .collect();
     assert!(!left.iter().any(|c| c.contains("celiac")), "{left:?}");
     assert!(left.iter().any(|c| c.contains("ballet")), "{left:?}");
+}
+
+#[test]
+fn a_forget_instruction_leaves_what_only_mentions_its_attribute_in_passing() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "My husband and I just moved to Austin, into a house on Elm Street.",
+        "2023-01-05",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "My ex, Marco, still calls on my birthday.",
+        "2023-01-06",
+    );
+    // The session's episode holds both turns: forgetting one must not take the other.
+    let caller = world.caller(u, a).unwrap();
+    world.pipeline.close_episode(&caller, "D1").unwrap();
+    world.say(
+        u,
+        a,
+        "D1:3",
+        "Dana",
+        "Forget my ex's name, please.",
+        "2023-01-07",
+    );
+    let left: Vec<String> = stored(&world, u, a)
+        .into_iter()
+        .filter(|f| f.granularity != Granularity::Episode)
+        .map(|f| f.content)
+        .collect();
+    assert!(!left.iter().any(|c| c.contains("Marco")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("Elm Street")), "{left:?}");
 }
 
 #[test]
