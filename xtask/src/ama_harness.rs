@@ -46,7 +46,7 @@ impl Harness {
         let store = SqliteStore::open(
             dir.path().join("colmem.db"),
             StoreConfig {
-                clock: clock.clone(),
+                clock: Arc::new(Ticking(clock.clone())),
                 ..StoreConfig::default()
             },
         )?;
@@ -119,5 +119,15 @@ impl Harness {
         self.store.append_access_event(&event)?;
         self.graph.apply(event)?;
         Ok(())
+    }
+}
+
+/// The store's clock: the harness's logical clock, moving on a millisecond each time it
+/// is read as a wall clock does, so one call's writes are later than what it listed.
+#[derive(Debug)]
+struct Ticking(Arc<LogicalClock>);
+impl Clock for Ticking {
+    fn now(&self) -> Timestamp {
+        self.0.advance(1)
     }
 }
