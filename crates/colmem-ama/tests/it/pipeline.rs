@@ -115,6 +115,28 @@ impl World {
             .any(|f| f.granularity == Granularity::Fact && f.content.contains(needle))
     }
 
+    /// The answer to `question` from raw turns only (what was said, not the facts
+    /// drawn from it), read as of world time `date`.
+    fn answer_from_turns_as_of(
+        &self,
+        user: UserId,
+        agent: AgentId,
+        question: &str,
+        date: &str,
+    ) -> String {
+        let caller = self.caller(user, agent).unwrap();
+        let options = RecallOptions {
+            view: View::WorldAsOf(Timestamp::parse(date).unwrap()),
+            granularities: Some(vec![Granularity::RawTurn]),
+            ..RecallOptions::default()
+        };
+        self.pipeline
+            .answer(&caller, question, &options)
+            .unwrap()
+            .answer
+            .text
+    }
+
     /// The first `k` fragments recalled for `query` (current view), each as its score,
     /// its source turns and its content.
     fn recall_turns(
@@ -384,20 +406,8 @@ fn a_history_read_takes_what_a_same_day_correction_replaced_as_old() {
         "Actually, I misspoke: I live in Lyon.",
         "2023-01-05",
     );
-    let caller = world.caller(u, a).unwrap();
-    let answered = world
-        .pipeline
-        .answer(
-            &caller,
-            "Where did Dana live in February 2023?",
-            &RecallOptions {
-                view: View::WorldAsOf(Timestamp::parse("2023-02-01").unwrap()),
-                granularities: Some(vec![Granularity::RawTurn]),
-                ..RecallOptions::default()
-            },
-        )
-        .unwrap();
-    let text = &answered.answer.text;
+    let text =
+        world.answer_from_turns_as_of(u, a, "Where did Dana live in February 2023?", "2023-02-01");
     assert!(text.contains("Lyon") && !text.contains("Lille"), "{text:?}");
 }
 
@@ -447,26 +457,11 @@ fn a_history_read_answers_with_what_held_then_though_it_was_replaced_later() {
         "I moved to Austin last week.",
         "2023-03-10",
     );
-    let caller = world.caller(u, a).unwrap();
     // Raw turns only: the evidence is what was said, and the Denver fact, replaced
     // in March, is not among it.
-    let answered = world
-        .pipeline
-        .answer(
-            &caller,
-            "Where did Dana live in February 2023?",
-            &RecallOptions {
-                view: View::WorldAsOf(Timestamp::parse("2023-02-01").unwrap()),
-                granularities: Some(vec![Granularity::RawTurn]),
-                ..RecallOptions::default()
-            },
-        )
-        .unwrap();
-    assert!(
-        answered.answer.text.contains("Denver"),
-        "{:?}",
-        answered.answer
-    );
+    let text =
+        world.answer_from_turns_as_of(u, a, "Where did Dana live in February 2023?", "2023-02-01");
+    assert!(text.contains("Denver"), "{text:?}");
 }
 
 #[test]
