@@ -985,8 +985,8 @@ impl Pipeline {
                 .filter(|(h, _)| !h.fragment.content.contains('?'))
                 .collect();
             statements.sort_by(|a, b| b.0.score.total_cmp(&a.0.score));
+            let width = self.config.context_width.min(MAX_CONTEXT_WIDTH);
             for (h, turn) in statements.into_iter().take(CONTEXT_FROM) {
-                let width = self.config.context_width.min(MAX_CONTEXT_WIDTH);
                 for (distance, other) in around(turn, width) {
                     let share = self.config.context_weight * CONTEXT_DECAY.powi(distance - 1);
                     best.push((h.score * share, other));
@@ -1252,19 +1252,10 @@ fn replaced_in(view: View, fragment: &Fragment) -> bool {
 }
 
 /// Whether a profile entry was drawn from the statement a fact holds: the same source
-/// turns, and the fact holds most of the entry's words.
+/// turns, and the fact holds most (two thirds) of the entry's words.
 fn drawn_from(entry: &Fragment, fact: &Fragment) -> bool {
-    let stems = |text: &str| -> Vec<String> {
-        crate::text::content_words(text)
-            .iter()
-            .map(|w| crate::judge::stem(w))
-            .collect()
-    };
-    let (own, held) = (stems(&entry.content), stems(&fact.content));
-    let shared = own.iter().filter(|w| held.contains(w)).count();
     entry.provenance.source.turns == fact.provenance.source.turns
-        && !own.is_empty()
-        && shared * 3 >= own.len() * 2
+        && crate::judge::coverage(&entry.content, &fact.content) >= 2.0 / 3.0
 }
 
 /// The turn after `D3:7`: `D3:8` (`None` for an id without a turn number).

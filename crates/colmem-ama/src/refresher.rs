@@ -93,8 +93,8 @@ impl Refresher for OfflineRefresher {
             })
             .collect();
         // What was drawn from the same turns goes too: a fact of a forgotten turn would
-        // otherwise keep what the user asked to forget.
-        // Not from an episode: its turns are a whole session.
+        // otherwise keep what the user asked to forget. Not the turns of an episode:
+        // they are a whole session.
         let turns: HashSet<&String> = direct
             .iter()
             .filter(|f| f.granularity != Granularity::Episode)
