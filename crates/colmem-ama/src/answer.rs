@@ -413,9 +413,29 @@ impl Answerer for EvidenceSpan {
         // one stated: its clauses that name a new value inherit the replaced fact's
         // support ("Rust has completely won me over" answers what "Java is my favourite
         // language" answered), and so does every later fact along the chain.
+        // A replaced fact passes its support on to a question after a named thing, or
+        // when it covers the question by more than the person's name (every fact of
+        // theirs holds that): "How does Dana feel about towing?" is not answered by
+        // what replaced "Dana's Ford F-150 is perfect for hauling lumber".
+        let value_question = asks_for_value(question);
+        let person_stems: Vec<String> = names.iter().map(|n| stem(n)).collect();
+        let unnamed: Vec<(String, f64)> = weighted
+            .iter()
+            .filter(|(t, _)| !person_stems.contains(t))
+            .cloned()
+            .collect();
         let mut successors: Vec<(FragmentId, f64)> = Vec::new();
         for r in replaced {
-            let own = clauses(body(r))
+            let parts = clauses(body(r));
+            let about = value_question
+                || parts.iter().any(|(c, s)| {
+                    support(&unnamed, asked, c).max(SENTENCE_SHARE * support(&unnamed, asked, s))
+                        >= MIN_COVERAGE
+                });
+            if !about {
+                continue;
+            }
+            let own = parts
                 .iter()
                 .map(|(c, s)| support_of(c, s))
                 .fold(0.0, f64::max);

@@ -733,7 +733,7 @@ pub fn announces_change(text: &str) -> bool {
 /// Whether `text` corrects, holds a change phrase, or holds one of the change cues that
 /// `counts` keeps.
 fn announces(text: &str, counts: impl Fn(&str) -> bool) -> bool {
-    let lower = text.to_lowercase();
+    let lower = strip_quoted(&text.to_lowercase());
     lexicon_words(&lower)
         .iter()
         .any(|w| CHANGE_CUES.contains(&w.as_str()) && counts(w))
@@ -743,7 +743,7 @@ fn announces(text: &str, counts: impl Fn(&str) -> bool) -> bool {
 /// Whether a statement says in so many words that what held before holds no more: a
 /// correction, or "no longer", "not anymore", "from now on".
 pub fn says_the_old_state_ended(text: &str) -> bool {
-    let lower = text.to_lowercase();
+    let lower = strip_quoted(&text.to_lowercase());
     ["no longer", "not anymore", "from now on"]
         .iter()
         .any(|p| lower.contains(p))
@@ -784,7 +784,7 @@ const END_CUES: &[&str] = &[
 
 /// Whether a statement says that something held has ended (see [`END_CUES`]).
 pub fn announces_end(text: &str) -> bool {
-    let lower = text.to_lowercase();
+    let lower = strip_quoted(&text.to_lowercase());
     let ws = lexicon_words(&lower);
     END_CUES.iter().any(|cue| {
         if cue.contains(' ') {
@@ -797,7 +797,7 @@ pub fn announces_end(text: &str) -> bool {
 
 /// Whether a statement corrects an earlier one.
 pub fn is_correction(text: &str) -> bool {
-    let lower = text.to_lowercase();
+    let lower = strip_quoted(&text.to_lowercase());
     let ws = lexicon_words(&lower);
     CORRECTION_CUES.iter().any(|cue| {
         if cue.contains(' ') {
@@ -1110,16 +1110,45 @@ const FORGET_FILLER: &[&str] = &[
     "down",
 ];
 
-/// The text with every double-quoted span removed: a quoted instruction is not the user's.
+/// The text with every quoted span removed: a quoted instruction, lyric or note is not
+/// the user's own statement. Double quotes always pair; a single quote opens a span only
+/// at the start of a word (after a space, a colon or a bracket) and closes it only at the
+/// end of one, so the apostrophes of "don't" and "Skye's" are no quotes. A span that never
+/// closes is kept: it was an apostrophe after all ("'90s").
 fn strip_quoted(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
-    let mut inside = false;
-    for c in text.chars() {
-        match c {
-            '"' | '\u{201c}' | '\u{201d}' => inside = !inside,
-            _ if !inside => out.push(c),
-            _ => {}
+    // The quote mark that opened the current span, and where the span began.
+    let mut open: Option<(char, usize)> = None;
+    for (i, &c) in chars.iter().enumerate() {
+        let before = i.checked_sub(1).map(|j| chars[j]);
+        let after = chars.get(i + 1).copied();
+        match open {
+            None => {
+                let double = matches!(c, '"' | '\u{201c}' | '\u{201d}');
+                let single = matches!(c, '\'' | '\u{2018}')
+                    && before.is_none_or(|b| b.is_whitespace() || matches!(b, ':' | '(' | '['))
+                    && after.is_some_and(char::is_alphanumeric);
+                if double || single {
+                    open = Some((c, i));
+                } else {
+                    out.push(c);
+                }
+            }
+            Some((mark, _)) => {
+                let closes = if matches!(mark, '\'' | '\u{2018}') {
+                    matches!(c, '\'' | '\u{2019}') && !after.is_some_and(char::is_alphanumeric)
+                } else {
+                    matches!(c, '"' | '\u{201c}' | '\u{201d}')
+                };
+                if closes {
+                    open = None;
+                }
+            }
         }
+    }
+    if let Some((_, start)) = open {
+        out.extend(&chars[start..]);
     }
     out
 }
@@ -1127,6 +1156,27 @@ fn strip_quoted(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_words_are_not_the_users_own() {
+        assert_eq!(
+            strip_quoted("the chorus: 'forget me, i left behind.' don't you think?"),
+            "the chorus:  don't you think?"
+        );
+        assert_eq!(strip_quoted("it says \"delete it\" here"), "it says  here");
+        // Apostrophes are no quotes, and a span that never closes was one.
+        assert_eq!(
+            strip_quoted("skye's band isn't new"),
+            "skye's band isn't new"
+        );
+        assert_eq!(strip_quoted("the '90s were fun"), "the '90s were fun");
+        // A cue inside a lyric announces nothing.
+        assert!(announces_strong_change("I left my job."));
+        assert!(!announces_strong_change(
+            "Here's the chorus I wrote: 'Forget me, burn every letter that I left behind.'"
+        ));
+        assert!(!is_correction("The sign said 'Actually, we are closed.'"));
+    }
 
     #[test]
     fn a_possessive_is_about_what_it_owns() {

@@ -105,6 +105,8 @@ impl OfflineJudge {
 /// A crude stem: the first five characters of a lowercase word, irregular verbs taken
 /// to their base form first ("bought" and "buy" share the stem "buy").
 pub fn stem(word: &str) -> String {
+    // "skye's" is about Skye.
+    let word = word.strip_suffix("'s").unwrap_or(word);
     colmem_index::base_form(word)
         .unwrap_or(word)
         .chars()
@@ -261,5 +263,22 @@ impl Judge for OfflineJudge {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_possessive_has_the_stem_of_its_owner() {
+        assert_eq!(stem("skye's"), stem("skye"));
+        assert_eq!(
+            coverage(
+                "What is Skye's band called?",
+                "Skye has a band called The Low Tides"
+            ),
+            1.0
+        );
     }
 }

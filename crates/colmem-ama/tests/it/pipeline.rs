@@ -1349,3 +1349,25 @@ fn a_value_question_nothing_covers_is_answered_by_a_clause_naming_a_current_valu
     let (answer, _) = world.ask(u, a, "How does Dana feel about towing?", View::Current);
     assert!(answer.is_empty(), "{answer:?}");
 }
+
+#[test]
+fn a_change_cue_inside_a_quote_replaces_nothing() {
+    let (world, u, a) = one_pair();
+    let turns = [
+        (
+            "D1:1",
+            "I play bass in a band called The Low Tides; we rehearse on Wednesdays.",
+            "2020-09-14",
+        ),
+        (
+            "D1:2",
+            "Here's the chorus I wrote for our new song: 'Forget me, burn every letter that I left behind.'",
+            "2020-09-20",
+        ),
+    ];
+    for (id, text, date) in turns {
+        world.say(u, a, id, "Dana", text, date);
+    }
+    let (answer, _) = world.ask(u, a, "What is the name of Dana's band?", View::Current);
+    assert!(answer.contains("Low Tides"), "{answer:?}");
+}
