@@ -8,7 +8,8 @@
 //! that replaced another answers what the replaced one answered, even in other words
 //! ("Rust has won me over" after "Java is my favourite language"). When no clause covers
 //! a question after a named thing, the best-ranked clause naming a current value answers
-//! it rather than nothing. With a model, the evidence is the context of a prompt.
+//! it rather than nothing. A member of a category the question asks for stands for the
+//! category: "Austria, not Australia" answers "Which country did Lukas grow up in?". With a model, the evidence is the context of a prompt.
 
 use colmem_core::{Fragment, FragmentId, Granularity};
 use serde::{Deserialize, Serialize};
@@ -107,32 +108,60 @@ fn topic(question: &str) -> Vec<String> {
     topic
 }
 
-/// How well a clause answers the question: the IDF-weighted share of the topic it holds
-/// (a word in every candidate clause, such as the person's name, weighs nothing), plus
-/// a bonus when it is about the asked attribute and when it names something (a
-/// capitalised word or a number past its first word).
-fn support(topic: &[(String, f64)], asked: Option<&str>, clause: &str) -> f64 {
-    let have: Vec<String> = content_words(clause).iter().map(|w| stem(w)).collect();
-    let total: f64 = topic.iter().map(|(_, w)| w).sum();
-    let base = if total <= f64::EPSILON {
-        0.0
-    } else {
-        topic
+/// What a clause is scored against: the question's weighted topic, the attribute it
+/// asks after, and the category it asks for with that category's members.
+struct Asked<'q> {
+    topic: Vec<(String, f64)>,
+    attribute: Option<&'static str>,
+    /// The stems of the category nouns the question names ("countri" of "Which
+    /// country…").
+    category: Vec<String>,
+    members: Vec<&'q str>,
+}
+
+impl Asked<'_> {
+    /// How well a clause answers the question: the IDF-weighted share of the topic it
+    /// holds (a word in every candidate clause, such as the person's name, weighs
+    /// nothing), plus a bonus when it is about the asked attribute or names a member of
+    /// the asked category, and when it names something (a capitalised word or a number
+    /// past its first word). A member stands for its category: "Austria" holds the
+    /// "country" of "Which country did Lukas grow up in?".
+    fn support(&self, clause: &str) -> f64 {
+        let mut have: Vec<String> = content_words(clause).iter().map(|w| stem(w)).collect();
+        let member = crate::text::words(clause)
             .iter()
-            .filter(|(t, _)| have.contains(t))
-            .map(|(_, w)| w)
-            .sum::<f64>()
-            / total
-    };
-    let about = match asked {
-        Some(a) if attributes(clause).contains(&a) => 0.5,
-        _ => 0.0,
-    };
-    let names = clause
-        .split_whitespace()
-        .skip(1)
-        .any(|w| w.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit()));
-    base + about + if names { 0.1 } else { 0.0 }
+            .any(|w| self.members.contains(&w.as_str()));
+        if member {
+            have.extend(self.category.iter().cloned());
+        }
+        let total: f64 = self.topic.iter().map(|(_, w)| w).sum();
+        let base = if total <= f64::EPSILON {
+            0.0
+        } else {
+            self.topic
+                .iter()
+                .filter(|(t, _)| have.contains(t))
+                .map(|(_, w)| w)
+                .sum::<f64>()
+                / total
+        };
+        let about = match self.attribute {
+            Some(a) if attributes(clause).contains(&a) => 0.5,
+            _ if member => 0.5,
+            _ => 0.0,
+        };
+        let names = clause
+            .split_whitespace()
+            .skip(1)
+            .any(|w| w.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit()));
+        base + about + if names { 0.1 } else { 0.0 }
+    }
+
+    /// A clause's support, or the share of its sentence's support it inherits.
+    fn support_in(&self, clause: &str, sentence: &str) -> f64 {
+        self.support(clause)
+            .max(SENTENCE_SHARE * self.support(sentence))
+    }
 }
 
 /// The clauses of a text, each with the sentence it belongs to.
@@ -150,7 +179,8 @@ fn clauses(text: &str) -> Vec<(String, String)> {
                 .flat_map(|c| c.split(" rather than "))
                 .flat_map(|c| c.split(" instead of "))
                 .map(str::trim)
-                .filter(|c| c.split_whitespace().count() >= 2)
+                // One word is a clause when it names something: "Austria, not Australia".
+                .filter(|c| c.split_whitespace().count() >= 2 || !named(c, &[]).is_empty())
                 // "…, not Lille": the negated half of a correction is no answer.
                 .filter(|c| !c.to_lowercase().starts_with("not "))
                 .map(|c| (c.to_owned(), s.clone()))
@@ -387,11 +417,16 @@ impl Answerer for EvidenceSpan {
                 (t, idf)
             })
             .collect();
-        let asked = attributes(question).first().copied();
-        let support_of = |clause: &str, sentence: &str| {
-            support(&weighted, asked, clause)
-                .max(SENTENCE_SHARE * support(&weighted, asked, sentence))
+        let asked = Asked {
+            topic: weighted,
+            attribute: attributes(question).first().copied(),
+            category: crate::categories::nouns_asked(question)
+                .iter()
+                .map(|w| stem(w))
+                .collect(),
+            members: crate::categories::members_asked(question),
         };
+        let support_of = |clause: &str, sentence: &str| asked.support_in(clause, sentence);
         // The support a correcting clause inherits: the best of the clauses that say
         // what it corrects.
         let inherited: Vec<(&str, f64)> = corrected
@@ -419,19 +454,24 @@ impl Answerer for EvidenceSpan {
         // what replaced "Dana's Ford F-150 is perfect for hauling lumber".
         let value_question = asks_for_value(question);
         let person_stems: Vec<String> = names.iter().map(|n| stem(n)).collect();
-        let unnamed: Vec<(String, f64)> = weighted
-            .iter()
-            .filter(|(t, _)| !person_stems.contains(t))
-            .cloned()
-            .collect();
+        let unnamed = Asked {
+            topic: asked
+                .topic
+                .iter()
+                .filter(|(t, _)| !person_stems.contains(t))
+                .cloned()
+                .collect(),
+            category: asked.category.clone(),
+            members: asked.members.clone(),
+            ..asked
+        };
         let mut successors: Vec<(FragmentId, f64)> = Vec::new();
         for r in replaced {
             let parts = clauses(body(r));
             let about = value_question
-                || parts.iter().any(|(c, s)| {
-                    support(&unnamed, asked, c).max(SENTENCE_SHARE * support(&unnamed, asked, s))
-                        >= MIN_COVERAGE
-                });
+                || parts
+                    .iter()
+                    .any(|(c, s)| unnamed.support_in(c, s) >= MIN_COVERAGE);
             if !about {
                 continue;
             }
@@ -556,6 +596,27 @@ mod tests {
             vec![("The standup is at 9:30".to_owned(), "9:00".to_owned())]
         );
         assert!(corrections("I'm not, thankfully. I'm in accounts payable.").is_empty());
+    }
+
+    #[test]
+    fn one_word_is_a_clause_when_it_names_something() {
+        let found: Vec<String> = clauses("Typo, sorry! Austria, not Australia. Done.")
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        assert_eq!(found, ["Austria"]);
+    }
+
+    #[test]
+    fn a_member_of_the_asked_category_holds_the_category() {
+        let asked = Asked {
+            topic: vec![("count".to_owned(), 1.0)],
+            attribute: None,
+            category: vec!["count".to_owned()],
+            members: crate::categories::members_asked("Which country?"),
+        };
+        assert!(asked.support("Austria") >= 1.5);
+        assert!(asked.support("Innsbruck") < MIN_COVERAGE);
     }
 
     #[test]

@@ -415,6 +415,17 @@ pub fn members_asked(query: &str) -> Vec<&'static str> {
     out
 }
 
+/// The category nouns `query` names, as it writes them ("country" of "Which country…").
+pub fn nouns_asked(query: &str) -> Vec<&'static str> {
+    let ws = words(query);
+    CATEGORIES
+        .iter()
+        .flat_map(|(nouns, _)| nouns.iter())
+        .filter(|noun| ws.iter().any(|w| w == *noun))
+        .copied()
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

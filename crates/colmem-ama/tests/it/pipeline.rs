@@ -1371,3 +1371,21 @@ fn a_change_cue_inside_a_quote_replaces_nothing() {
     let (answer, _) = world.ask(u, a, "What is the name of Dana's band?", View::Current);
     assert!(answer.contains("Low Tides"), "{answer:?}");
 }
+
+#[test]
+fn a_one_word_correction_answers_a_question_after_its_category() {
+    let (world, u, a) = one_pair();
+    let turns = [
+        (
+            "D1:1",
+            "I grew up in Australia, near the mountains, which is why I ski so much.",
+            "2023-02-01",
+        ),
+        ("D1:2", "Typo, sorry! Austria, not Australia.", "2023-02-01"),
+    ];
+    for (id, text, date) in turns {
+        world.say(u, a, id, "Dana", text, date);
+    }
+    let (answer, _) = world.ask(u, a, "Which country did Dana grow up in?", View::Current);
+    assert!(answer.contains("Austria"), "{answer:?}");
+}
