@@ -175,10 +175,17 @@ fn clauses(text: &str) -> Vec<(String, String)> {
                 .flat_map(|c| c.split(": "))
                 .map(|c| c.trim_end_matches([';', ',', ':']))
                 .flat_map(|c| c.split(" but "))
-                .flat_map(|c| c.split(" and "))
+                .flat_map(split_and)
                 .flat_map(|c| c.split(" rather than "))
                 .flat_map(|c| c.split(" instead of "))
                 .map(str::trim)
+                // "…, and I'm learning French": the conjunction is no part of the clause.
+                .map(|c| {
+                    ["and ", "but ", "And ", "But "]
+                        .iter()
+                        .find_map(|p| c.strip_prefix(p))
+                        .unwrap_or(c)
+                })
                 // One word is a clause when it names something: "Austria, not Australia".
                 .filter(|c| c.split_whitespace().count() >= 2 || !named(c, &[]).is_empty())
                 // "…, not Lille": the negated half of a correction is no answer.
@@ -187,6 +194,25 @@ fn clauses(text: &str) -> Vec<(String, String)> {
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// `text` split at each " and " that does not join two capitalised words: "Crown and
+/// Anchor" and "Petal and Stem" are names, "I sold the Ford and bought a Rivian" two
+/// clauses.
+fn split_and(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (at, _) in text.match_indices(" and ") {
+        let before = text[start..at].split_whitespace().next_back();
+        let after = text[at + 5..].split_whitespace().next();
+        let capital = |w: Option<&str>| w.is_some_and(|w| w.starts_with(char::is_uppercase));
+        if !(capital(before) && capital(after)) {
+            out.push(&text[start..at]);
+            start = at + 5;
+        }
+    }
+    out.push(&text[start..]);
+    out
 }
 
 /// The corrections a text makes in the form "A, not B" ("it's United, not Delta";
@@ -205,7 +231,14 @@ fn corrections(text: &str) -> Vec<(String, String)> {
             };
             // A is the last clause before the comma ("I looked: it's United").
             let correcting = pair[0].rsplit(": ").next().unwrap_or(pair[0]);
-            let corrected = corrected.trim_end_matches(['.', '!', '?', ';', ':']).trim();
+            // B ends where a new clause begins: "not Toronto anymore: Montreal …".
+            let corrected = corrected
+                .split(": ")
+                .flat_map(|c| c.split("; "))
+                .next()
+                .unwrap_or(corrected)
+                .trim_end_matches(['.', '!', '?', ';', ':'])
+                .trim();
             if !corrected.is_empty() {
                 out.push((correcting.trim().to_owned(), corrected.to_owned()));
             }
@@ -347,6 +380,11 @@ fn asks_for_value(question: &str) -> bool {
 
 struct Candidate {
     support: f64,
+    /// The support of the clause's own words apart from the person's name, without what
+    /// it inherits: among clauses that inherit alike, the one about the question wins
+    /// ("Montreal as of last month, and I'm learning French" answers where Arjun lives
+    /// with Montreal).
+    own: f64,
     /// World time of the statement, in days: the newest relevant statement wins.
     day: i64,
     past: bool,
@@ -511,11 +549,13 @@ impl Answerer for EvidenceSpan {
             let support = support_of(&clause, &sentence)
                 .max(correcting)
                 .max(succeeding);
+            let own = unnamed.support_in(&clause, &sentence);
             if support < MIN_COVERAGE {
                 continue;
             }
             candidates.push(Candidate {
                 support,
+                own,
                 day: fragment.validity.from().as_millis().div_euclid(86_400_000),
                 past: looks_past(&clause),
                 fact: matches!(
@@ -542,6 +582,7 @@ impl Answerer for EvidenceSpan {
                     .cmp(&b.day)
                     .then(b.past.cmp(&a.past))
                     .then(a.support.total_cmp(&b.support))
+                    .then(a.own.total_cmp(&b.own))
                     .then(a.fact.cmp(&b.fact))
                     .then(b.rank.cmp(&a.rank))
             });
@@ -596,6 +637,23 @@ mod tests {
             vec![("The standup is at 9:30".to_owned(), "9:00".to_owned())]
         );
         assert!(corrections("I'm not, thankfully. I'm in accounts payable.").is_empty());
+        assert_eq!(
+            corrections("Nope, not Toronto anymore: Montreal as of last month."),
+            vec![("Nope".to_owned(), "Toronto anymore".to_owned())]
+        );
+    }
+
+    #[test]
+    fn and_between_capitalised_words_is_part_of_a_name() {
+        assert_eq!(
+            split_and("The florist is Petal and Stem and the cake is from Crumbs"),
+            ["The florist is Petal and Stem", "the cake is from Crumbs"]
+        );
+        let found: Vec<String> = clauses("Paris is lovely, and I'm learning French.")
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        assert_eq!(found, ["Paris is lovely", "I'm learning French."]);
     }
 
     #[test]

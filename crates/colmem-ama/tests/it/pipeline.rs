@@ -1389,3 +1389,26 @@ fn a_one_word_correction_answers_a_question_after_its_category() {
     let (answer, _) = world.ask(u, a, "Which country did Dana grow up in?", View::Current);
     assert!(answer.contains("Austria"), "{answer:?}");
 }
+
+#[test]
+fn of_the_clauses_after_a_change_the_one_about_the_question_answers() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "My condo in Toronto looks straight at the CN Tower.",
+        "2022-10-10",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "Nope, not Toronto anymore: Montreal as of last month, and I'm learning French.",
+        "2023-02-08",
+    );
+    let (answer, _) = world.ask(u, a, "Which city does Dana live in now?", View::Current);
+    assert!(answer.contains("Montreal"), "{answer:?}");
+}
