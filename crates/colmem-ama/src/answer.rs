@@ -14,12 +14,12 @@
 use colmem_core::{Fragment, FragmentId, Granularity};
 use serde::{Deserialize, Serialize};
 
-use crate::change::{announces_change, attributes};
+use crate::change::{announces_change, announces_end, attributes};
 use crate::constructor::episode_parts;
 use crate::error::Result;
 use crate::judge::stem;
 use crate::text::{MONTHS, content_words, sentences};
-use crate::values::{mentions, named};
+use crate::values::{mentions, named, touches};
 
 /// An answer with the evidence it rests on.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
@@ -301,13 +301,42 @@ fn body(fragment: &Fragment) -> &str {
 /// The old state: the values of the replaced facts that no current evidence states
 /// on its own (a value that a current fact names, without having replaced anything and
 /// without announcing a change, stays current: "my sister lives in Paris" after "I
-/// moved from Paris").
+/// moved from Paris"), and that their successor does not carry on (see below).
 fn old_values(evidence: &[&Fragment], replaced: &[&Fragment]) -> Vec<String> {
     let names = speakers(evidence);
-    let mut old: Vec<String> = replaced
-        .iter()
-        .flat_map(|f| named(&f.content, &names))
-        .collect();
+    let mut old: Vec<String> = Vec::new();
+    for r in replaced {
+        // What replaced it, when the evidence holds that.
+        let successor = r.superseded_by.and_then(|id| {
+            evidence
+                .iter()
+                .chain(replaced)
+                .find(|f| f.id == id)
+                .map(|f| f.content.as_str())
+        });
+        // A successor that names nothing new tells how the held values fared: one it
+        // names again in a clause not about the past is still current. "The Rivian R1T
+        // delivery is scheduled, so the F-150 is listed" is replaced by "The Rivian
+        // arrived and the F-150 sold", which keeps the Rivian, not the F-150.
+        let progress = successor.filter(|s| {
+            let before: Vec<String> = replaced
+                .iter()
+                .filter(|f| f.superseded_by == r.superseded_by)
+                .flat_map(|f| named(&f.content, &names))
+                .collect();
+            named(s, &names).iter().all(|v| within_old(v, &before))
+        });
+        for value in named(&r.content, &names) {
+            let kept = progress.is_some_and(|s| {
+                clauses(s)
+                    .iter()
+                    .any(|(c, _)| touches(c, &value) && !looks_past(c) && !announces_end(c))
+            });
+            if !kept {
+                old.push(value);
+            }
+        }
+    }
     old.sort();
     old.dedup();
     old.retain(|v| {

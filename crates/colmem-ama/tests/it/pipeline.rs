@@ -1412,3 +1412,31 @@ fn of_the_clauses_after_a_change_the_one_about_the_question_answers() {
     let (answer, _) = world.ask(u, a, "Which city does Dana live in now?", View::Current);
     assert!(answer.contains("Montreal"), "{answer:?}");
 }
+
+#[test]
+fn a_value_the_change_names_again_outside_the_past_stays_current() {
+    let (world, u, a) = one_pair();
+    let turns = [
+        (
+            "D1:1",
+            "My Ford F-150 is perfect for hauling lumber to the cabin.",
+            "2023-01-05",
+        ),
+        (
+            "D1:2",
+            "The Rivian R1T delivery is scheduled for June 3, so the F-150 is listed for sale.",
+            "2023-05-10",
+        ),
+        (
+            "D1:3",
+            "The Rivian arrived and the F-150 sold the same week.",
+            "2023-06-05",
+        ),
+    ];
+    for (id, text, date) in turns {
+        world.say(u, a, id, "Dana", text, date);
+    }
+    let (answer, _) = world.ask(u, a, "What truck does Dana drive now?", View::Current);
+    assert!(answer.contains("Rivian"), "{answer:?}");
+    assert!(!answer.contains("F-150"), "{answer:?}");
+}
