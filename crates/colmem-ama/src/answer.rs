@@ -1,7 +1,7 @@
 //! Answering in full mode: from the retrieved evidence to an answer.
 //!
 //! Offline, the answer is the best evidence span: the clause of the top evidence that
-//! covers the question best, the newest among those about as good, preferring facts (the
+//! covers the question best (on its own words, or a share of its sentence's or turn's), the newest among those about as good, preferring facts (the
 //! current state) over raw turns (what was once said). The values of the facts the
 //! evidence replaced are the old state: a clause that names one is no answer, so "I
 //! handed in my notice at Globex and start at Initech" answers "start at Initech". A fact
@@ -282,6 +282,9 @@ const SUPPORT_BAND: f64 = 0.2;
 /// How much of its sentence's support a clause inherits: "start at Initech" answers
 /// where one works when its sentence says "handed in my notice … and start at Initech".
 const SENTENCE_SHARE: f64 = 0.8;
+/// How much of its raw turn's support a clause inherits: "Chicago winters are brutal"
+/// answers where Ben lived when the turn goes on "The pipes in our condo froze".
+const TURN_SHARE: f64 = 0.5;
 
 /// What a fragment says, without the frame: a raw turn is "Speaker: text", an
 /// episode "On …, A and B talked about …. body".
@@ -575,7 +578,13 @@ impl Answerer for EvidenceSpan {
             } else {
                 0.0
             };
+            let turn = if fragment.granularity == Granularity::RawTurn {
+                TURN_SHARE * asked.support(body(fragment))
+            } else {
+                0.0
+            };
             let support = support_of(&clause, &sentence)
+                .max(turn)
                 .max(correcting)
                 .max(succeeding);
             let own = unnamed.support_in(&clause, &sentence);

@@ -1440,3 +1440,18 @@ fn a_value_the_change_names_again_outside_the_past_stays_current() {
     assert!(answer.contains("Rivian"), "{answer:?}");
     assert!(!answer.contains("F-150"), "{answer:?}");
 }
+
+#[test]
+fn a_clause_answers_with_the_support_of_its_turn() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "Chicago winters are brutal. The pipes in our condo froze last night.",
+        "2022-01-08",
+    );
+    let (answer, _) = world.ask(u, a, "Where does Dana live?", View::Current);
+    assert!(answer.contains("Chicago"), "{answer:?}");
+}
