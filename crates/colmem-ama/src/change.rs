@@ -869,6 +869,15 @@ const RECORD_WORDS: &[&str] = &[
     "what",
 ];
 
+/// What an ambiguous forget verb takes as its object in an everyday idiom rather than
+/// an instruction to the memory ("clear my mind", "wipe my tears", "drop the kids").
+const IDIOM_OBJECTS: &[&str] = &[
+    "mind", "head", "thoughts", "throat", "schedule", "calendar", "diary", "plate", "desk",
+    "table", "room", "face", "hands", "tears", "nose", "eyes", "shoes", "boots", "coat", "jacket",
+    "makeup", "kids", "children", "dog", "bag", "bags", "weight", "air", "stress", "snow",
+    "dishes",
+];
+
 /// Words an object of an ambiguous forget verb starts with.
 const OBJECT_STARTS: &[&str] = &[
     "my",
@@ -976,7 +985,12 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
             let has_object = words(rest)
                 .first()
                 .is_some_and(|w| OBJECT_STARTS.contains(&w.as_str()));
-            if ambiguous && !has_object {
+            // Nor do they forget in the idioms of everyday life: "running to clear my
+            // mind", "remove my shoes", "drop the kids off".
+            let idiom = words(rest)
+                .get(1)
+                .is_some_and(|w| IDIOM_OBJECTS.contains(&w.as_str()));
+            if ambiguous && (!has_object || idiom) {
                 continue;
             }
             // "Scratch that, it's United" corrects what follows; "scratch what I said
@@ -1156,6 +1170,20 @@ fn strip_quoted(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_everyday_idiom_is_no_forget_instruction() {
+        for text in [
+            "Been running longer since our last chat - a great way to destress and clear my mind.",
+            "Please remove your shoes at the door.",
+            "Can you drop the kids at school?",
+            "I need to clear my schedule for Friday.",
+        ] {
+            assert_eq!(forget_instruction(text), None, "{text}");
+        }
+        assert!(forget_instruction("Please remove my passport number.").is_some());
+        assert!(forget_instruction("Clear my address from your notes.").is_some());
+    }
 
     #[test]
     fn quoted_words_are_not_the_users_own() {
