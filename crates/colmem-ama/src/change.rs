@@ -769,6 +769,8 @@ const END_CUES: &[&str] = &[
     "gave up",
     "hung up",
     "moved out",
+    "walked away",
+    "walked out",
     "closed down",
     "shut down",
     "cancelled",
@@ -1170,6 +1172,14 @@ fn strip_quoted(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn walking_away_ends_what_was_held() {
+        assert!(announces_end(
+            "I walked away from Amazon to build my own startup."
+        ));
+        assert!(!announces_end("I walked to the shop."));
+    }
 
     #[test]
     fn an_everyday_idiom_is_no_forget_instruction() {

@@ -181,8 +181,10 @@ impl Judge for OfflineJudge {
         let said = &without_annotations(said);
         let corrected = is_correction(&new.content) || is_correction(said);
         let ended = announces_end(&new.content) || announces_end(said);
+        // A weak cue elsewhere in the turn ("it's just me and a co-founder for now")
+        // says nothing of this statement; a strong one ("switched", "moved") does.
         let changed =
-            corrected || ended || announces_change(&new.content) || announces_change(said);
+            corrected || ended || announces_change(&new.content) || announces_strong_change(said);
         // A weak cue ("I got into pottery") replaces a held fact of the same key that
         // names no value only when the attribute has one value at a time.
         let attribute = new.key.as_deref().and_then(|k| k.rsplit('/').next());

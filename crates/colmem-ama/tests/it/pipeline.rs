@@ -1455,3 +1455,26 @@ fn a_clause_answers_with_the_support_of_its_turn() {
     let (answer, _) = world.ask(u, a, "Where does Dana live?", View::Current);
     assert!(answer.contains("Chicago"), "{answer:?}");
 }
+
+#[test]
+fn a_weak_cue_elsewhere_in_the_turn_changes_nothing() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "Wanted to let you know that I'm running for office again.",
+        "2023-01-05",
+    );
+    // "Finally" and "started" are in other sentences than the instructor's.
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "I started a weekend yoga class with a colleague - it's awesome! I'd been wanting to try yoga for a while and finally took the plunge. And the instructor is great too.",
+        "2023-02-05",
+    );
+    assert!(world.recalls_current_fact(u, a, "running for office"));
+}
