@@ -523,7 +523,6 @@ const CHANGE_CUES: &[&str] = &[
 
 /// Words and phrases that correct an earlier statement.
 const CORRECTION_CUES: &[&str] = &[
-    "actually",
     "i meant",
     "meant to say",
     "misspoke",
@@ -808,7 +807,18 @@ pub fn is_correction(text: &str) -> bool {
             ws.iter().any(|w| w == cue)
         }
     }) || NOT_BUT.is_match(&lower)
+        || OPENING_ACTUALLY.is_match(&lower)
 }
+
+// invariant: the pattern below is constant and valid; `Regex::new` cannot fail on it.
+#[allow(clippy::expect_used)]
+static OPENING_ACTUALLY: LazyLock<Regex> = LazyLock::new(|| {
+    // "Actually, I live in Lyon", "oh wait, actually it's Tuesday": "actually" opening
+    // what is said corrects; inside a sentence ("I actually went", "yeah actually -
+    // creating gaming content") it only stresses.
+    Regex::new(r"(?:^|[.!?;:]\s*|\b(?:no|oh|wait|sorry|hmm|um)\b[,!]?\s+)actually\b")
+        .expect("constant pattern") // invariant: a constant, valid pattern
+});
 
 // invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
 #[allow(clippy::expect_used)]
@@ -1172,6 +1182,18 @@ fn strip_quoted(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn actually_corrects_only_when_it_opens_what_is_said() {
+        assert!(is_correction("Actually, I live in Lyon."));
+        assert!(is_correction("Oh wait, actually it's Tuesday."));
+        assert!(!is_correction(
+            "Yeah actually - creating gaming content for YouTube."
+        ));
+        assert!(!is_correction(
+            "The people at Initech actually write design docs."
+        ));
+    }
 
     #[test]
     fn walking_away_ends_what_was_held() {
