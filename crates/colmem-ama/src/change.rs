@@ -713,9 +713,14 @@ const PRESENT_AGAINST_PAST: &[&str] = &["now", "nowadays", "anymore", "days", "u
 pub fn displaces(attribute: &str, new: &str, held: &str) -> bool {
     states_the_one_value(attribute, new)
         || states_the_one_value(attribute, held)
-        || words(&new.to_lowercase())
-            .iter()
-            .any(|w| PRESENT_AGAINST_PAST.contains(&w.as_str()))
+        || sets_present_against_past(new)
+}
+
+/// Whether a statement sets the present against the past ("… now", "used to").
+pub fn sets_present_against_past(text: &str) -> bool {
+    words(&text.to_lowercase())
+        .iter()
+        .any(|w| PRESENT_AGAINST_PAST.contains(&w.as_str()))
 }
 
 /// Whether a statement announces a change with a cue that rarely means anything else

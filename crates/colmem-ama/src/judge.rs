@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::change::{
     announces_change, announces_end, announces_strong_change, displaces, is_correction,
-    says_the_old_state_ended, states_the_one_value,
+    says_the_old_state_ended, sets_present_against_past, states_the_one_value,
 };
 use crate::constructor::Memory;
 use crate::error::Result;
@@ -168,11 +168,10 @@ impl Judge for OfflineJudge {
     /// turn that names (a distinctive word of) one of its values ("I handed in my notice at Globex and start at
     /// Initech"), or for a correction enough shared words. A statement that names no
     /// value ("onboarding finally wrapped up") replaces nothing; a held fact without a
-    /// value gives way to one with the same key that announces a change, with any cue
-    /// when the attribute has one value at a time (a home, a favourite) and with a
-    /// strong one ("switched", "from now on") when it has many (hobbies, dishes); to one
-    /// that names no value either only when it says the old state ended in so many
-    /// words ("from now on", a correction). A statement
+    /// value gives way to one with the same key that announces a strong change
+    /// ("switched", "from now on") or sets a new favourite against the past ("… is my
+    /// favourite now"); to one that names no value either only when it says the old
+    /// state ended in so many words ("from now on", a correction). A statement
     /// that something ended and names every value of a held fact ("Rakuten laid off my
     /// whole group") closes it even with nothing in its place; when the fact names
     /// things and also lexicon items ("a product designer at Rakuten"), the names suffice.
@@ -194,7 +193,6 @@ impl Judge for OfflineJudge {
             || ended
             || announces_strong_change(&new.content)
             || announces_strong_change(said);
-        let keyed_change = if one_value { changed } else { strong };
         let reason = if corrected {
             ConflictReason::Corrected
         } else {
@@ -238,10 +236,14 @@ impl Judge for OfflineJudge {
                 // state ended count ("Book window seats from now on", "let me fix
                 // that"); a cue word does not ("Jon is determined to make this studio
                 // work" does not end "Jon is still searching for a place for his studio").
+                // A held fact that names nothing gives way to a new value only with a
+                // strong cue, or to "the one" set against the past ("Ethiopian is my
+                // favourite cuisine now"); "Harry Potter is Tim's favorite book" does not
+                // close "Tim has a collection of books".
                 let cue = if new_values.is_empty() {
                     says_the_old_state_ended(&new.content)
                 } else {
-                    keyed_change
+                    strong || (one_value && sets_present_against_past(&new.content))
                 };
                 same_key && (cue || (self.config.latest_wins && brings_new))
             } else {

@@ -1478,3 +1478,25 @@ fn a_weak_cue_elsewhere_in_the_turn_changes_nothing() {
     );
     assert!(world.recalls_current_fact(u, a, "running for office"));
 }
+
+#[test]
+fn a_favourite_without_a_change_closes_no_fact_that_names_nothing() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "I have a collection of books that take me to other worlds.",
+        "2023-01-05",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "Harry Potter is my favorite book.",
+        "2023-02-05",
+    );
+    assert!(world.recalls_current_fact(u, a, "collection of books"));
+}
