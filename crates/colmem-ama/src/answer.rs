@@ -569,7 +569,9 @@ impl Answerer for EvidenceSpan {
                 .fold(0.0, f64::max);
             let values = named(&clause, &names);
             let names_new = values.iter().any(|v| !within_old(v, &old));
-            let succeeding = if names_new {
+            // What the successor says of the past ("Left the Sony headphones on the
+            // train") is not the new value.
+            let succeeding = if names_new && !looks_past(&clause) {
                 successors
                     .iter()
                     .filter(|(id, _)| *id == fragment.id)

@@ -640,6 +640,8 @@ fn scored_attributes(ws: &[String]) -> Vec<(usize, usize, &'static str)> {
 /// Change cues that as often say nothing of a change: "I got a new book", "into
 /// painting", "since then".
 const WEAK_CHANGE_CUES: &[&str] = &[
+    // "Been running longer since our last chat"; "no longer" is a phrase of its own.
+    "longer",
     "got",
     "gotten",
     "into",
@@ -1198,6 +1200,14 @@ mod tests {
         assert!(!is_correction(
             "The people at Initech actually write design docs."
         ));
+    }
+
+    #[test]
+    fn longer_alone_is_no_strong_change() {
+        assert!(!announces_strong_change(
+            "Been running longer since our last chat."
+        ));
+        assert!(announces_strong_change("I no longer work there."));
     }
 
     #[test]

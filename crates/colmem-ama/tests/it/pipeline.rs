@@ -1500,3 +1500,26 @@ fn a_favourite_without_a_change_closes_no_fact_that_names_nothing() {
     );
     assert!(world.recalls_current_fact(u, a, "collection of books"));
 }
+
+#[test]
+fn what_a_change_says_of_the_past_is_not_the_new_value() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "My Sony WH-1000XM4 headphones make the open-plan office bearable.",
+        "2023-01-05",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "Left the Sony headphones on the train to Bath. Lost property has nothing, so I ended up buying AirPods Max.",
+        "2023-03-05",
+    );
+    let (answer, _) = world.ask(u, a, "Which headphones does Dana use now?", View::Current);
+    assert!(answer.contains("AirPods Max"), "{answer:?}");
+}
