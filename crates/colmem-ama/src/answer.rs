@@ -602,7 +602,12 @@ impl Answerer for EvidenceSpan {
                     fragment.granularity,
                     Granularity::Fact | Granularity::Profile
                 ),
-                names: !values.is_empty(),
+                // A member of the asked category is what the question asks for, a
+                // weekday as much as a city.
+                names: !values.is_empty()
+                    || crate::text::words(&clause)
+                        .iter()
+                        .any(|w| asked.members.contains(&w.as_str())),
                 clause,
                 id: fragment.id,
                 rank,

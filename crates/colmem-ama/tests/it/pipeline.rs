@@ -1523,3 +1523,26 @@ fn what_a_change_says_of_the_past_is_not_the_new_value() {
     let (answer, _) = world.ask(u, a, "Which headphones does Dana use now?", View::Current);
     assert!(answer.contains("AirPods Max"), "{answer:?}");
 }
+
+#[test]
+fn a_member_of_the_asked_category_is_a_named_value() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "I play the violin every evening.",
+        "2023-01-05",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "My neighbour Tom says he can hear me play through the wall.",
+        "2023-02-05",
+    );
+    let (answer, _) = world.ask(u, a, "Which instrument does Dana play?", View::Current);
+    assert!(answer.contains("violin"), "{answer:?}");
+}
