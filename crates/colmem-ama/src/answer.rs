@@ -205,7 +205,10 @@ fn split_and(text: &str) -> Vec<&str> {
     for (at, _) in text.match_indices(" and ") {
         let before = text[start..at].split_whitespace().next_back();
         let after = text[at + 5..].split_whitespace().next();
-        let capital = |w: Option<&str>| w.is_some_and(|w| w.starts_with(char::is_uppercase));
+        // "I" is no name: "I moved to Paris and I love it" is two clauses.
+        let capital = |w: Option<&str>| {
+            w.is_some_and(|w| w.starts_with(char::is_uppercase) && w != "I" && !w.starts_with("I'"))
+        };
         if !(capital(before) && capital(after)) {
             out.push(&text[start..at]);
             start = at + 5;
@@ -321,13 +324,16 @@ fn old_values(evidence: &[&Fragment], replaced: &[&Fragment]) -> Vec<String> {
         // names again in a clause not about the past is still current. "The Rivian R1T
         // delivery is scheduled, so the F-150 is listed" is replaced by "The Rivian
         // arrived and the F-150 sold", which keeps the Rivian, not the F-150.
+        // It must set two of them apart: "Finally sold it. The F-150 served me well"
+        // names one, and tells of its end.
         let progress = successor.filter(|s| {
             let before: Vec<String> = replaced
                 .iter()
                 .filter(|f| f.superseded_by == r.superseded_by)
                 .flat_map(|f| named(&f.content, &names))
                 .collect();
-            named(s, &names).iter().all(|v| within_old(v, &before))
+            let now = named(s, &names);
+            now.len() >= 2 && now.iter().all(|v| within_old(v, &before))
         });
         for value in named(&r.content, &names) {
             let kept = progress.is_some_and(|s| {
@@ -412,8 +418,9 @@ fn asks_for_value(question: &str) -> bool {
 
 struct Candidate {
     support: f64,
-    /// The support of the clause's own words apart from the person's name, without what
-    /// it inherits: among clauses that inherit alike, the one about the question wins
+    /// The clause's support (its own words or its sentence's share) apart from the
+    /// person's name and without what it inherits from replaced or corrected facts:
+    /// among clauses that inherit alike, the one about the question wins
     /// ("Montreal as of last month, and I'm learning French" answers where Arjun lives
     /// with Montreal).
     own: f64,
@@ -456,6 +463,11 @@ impl Answerer for EvidenceSpan {
         for (rank, fragment) in evidence.iter().take(READ_TOP).enumerate() {
             for (clause, sentence) in clauses(body(fragment)) {
                 let values = named(&clause, &names);
+                // A one-word clause answers only with a value ("Austria"), not a
+                // person's name ("Thanks, Dana!").
+                if values.is_empty() && clause.split_whitespace().count() == 1 {
+                    continue;
+                }
                 if !old.iter().any(|v| mentions(&clause, v))
                     && !values.iter().any(|v| within_old(v, &old))
                 {
@@ -699,6 +711,10 @@ mod tests {
             .map(|(c, _)| c)
             .collect();
         assert_eq!(found, ["Paris is lovely", "I'm learning French."]);
+        assert_eq!(
+            split_and("I moved to Paris and I love it"),
+            ["I moved to Paris", "I love it"]
+        );
     }
 
     #[test]

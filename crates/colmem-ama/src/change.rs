@@ -823,7 +823,9 @@ static OPENING_ACTUALLY: LazyLock<Regex> = LazyLock::new(|| {
     // "Actually, I live in Lyon", "oh wait, actually it's Tuesday": "actually" opening
     // what is said corrects; inside a sentence ("I actually went", "yeah actually -
     // creating gaming content") it only stresses.
-    Regex::new(r"(?:^|[.!?;:]\s*|\b(?:no|oh|wait|sorry|hmm|um)\b[,!]?\s+)actually\b")
+    Regex::new(
+        r#"(?:^|[.!?;:\u{2014}\u{2013}-]\s*|\b(?:nah|oh|wait|sorry|hmm|um|well|ok|okay)\b[,!]?\s+|\bno[,!]\s+)actually\b"#,
+    )
         .expect("constant pattern") // invariant: a constant, valid pattern
 });
 
@@ -888,13 +890,21 @@ const RECORD_WORDS: &[&str] = &[
     "what",
 ];
 
-/// What an ambiguous forget verb takes as its object in an everyday idiom rather than
-/// an instruction to the memory ("clear my mind", "wipe my tears", "drop the kids").
+/// The nouns of everyday idioms with an ambiguous forget verb ("clear my mind", "wipe
+/// my tears", "drop the kids"): as the whole object, they are no instruction to the
+/// memory.
 const IDIOM_OBJECTS: &[&str] = &[
     "mind", "head", "thoughts", "throat", "schedule", "calendar", "diary", "plate", "desk",
     "table", "room", "face", "hands", "tears", "nose", "eyes", "shoes", "boots", "coat", "jacket",
     "makeup", "kids", "children", "dog", "bag", "bags", "weight", "air", "stress", "snow",
     "dishes",
+];
+
+/// Words after an idiom's noun that end its object ("drop the kids off at school",
+/// "clear my schedule for Friday").
+const IDIOM_ENDS: &[&str] = &[
+    "at", "for", "off", "to", "before", "after", "and", "so", "in", "on", "with", "a", "bit",
+    "out", "up",
 ];
 
 /// Words an object of an ambiguous forget verb starts with.
@@ -1005,10 +1015,17 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
                 .first()
                 .is_some_and(|w| OBJECT_STARTS.contains(&w.as_str()));
             // Nor do they forget in the idioms of everyday life: "running to clear my
-            // mind", "remove my shoes", "drop the kids off".
-            let idiom = words(rest)
+            // mind", "remove my shoes", "drop the kids off at school". The idiom's
+            // noun is the whole object: "clear my calendar entry about the dentist"
+            // and "remove my weight from your notes" forget.
+            let object = words(rest);
+            let idiom = object
                 .get(1)
-                .is_some_and(|w| IDIOM_OBJECTS.contains(&w.as_str()));
+                .is_some_and(|w| IDIOM_OBJECTS.contains(&w.as_str()))
+                && object
+                    .get(2)
+                    .is_none_or(|w| IDIOM_ENDS.contains(&w.as_str()))
+                && !object.iter().any(|w| RECORD_WORDS.contains(&w.as_str()));
             if ambiguous && (!has_object || idiom) {
                 continue;
             }
@@ -1144,10 +1161,12 @@ const FORGET_FILLER: &[&str] = &[
 ];
 
 /// The text with every quoted span removed: a quoted instruction, lyric or note is not
-/// the user's own statement. Double quotes always pair; a single quote opens a span only
-/// at the start of a word (after a space, a colon or a bracket) and closes it only at the
-/// end of one, so the apostrophes of "don't" and "Skye's" are no quotes. A span that never
-/// closes is kept: it was an apostrophe after all ("'90s").
+/// the user's own statement. A double quote opens a span to the next double quote (or
+/// to the end, when none closes it: what follows was quoted). A single quote opens one
+/// only at the start of a word that is no elision ("'til", "'cause", "'90s") and closes
+/// it only at the end of one that is no plural possessive ("my parents' address"), so
+/// apostrophes are no quotes; a single-quoted span that never closes was an apostrophe
+/// after all and is kept.
 fn strip_quoted(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
@@ -1161,29 +1180,55 @@ fn strip_quoted(text: &str) -> String {
                 let double = matches!(c, '"' | '\u{201c}' | '\u{201d}');
                 let single = matches!(c, '\'' | '\u{2018}')
                     && before.is_none_or(|b| b.is_whitespace() || matches!(b, ':' | '(' | '['))
-                    && after.is_some_and(char::is_alphanumeric);
+                    && after.is_some_and(char::is_alphabetic)
+                    && !is_elision(&chars[i + 1..]);
                 if double || single {
                     open = Some((c, i));
                 } else {
                     out.push(c);
                 }
             }
-            Some((mark, _)) => {
+            Some((mark, start)) => {
                 let closes = if matches!(mark, '\'' | '\u{2018}') {
-                    matches!(c, '\'' | '\u{2019}') && !after.is_some_and(char::is_alphanumeric)
+                    let next_word = chars[i + 1..]
+                        .iter()
+                        .skip_while(|c| c.is_whitespace())
+                        .next();
+                    // "my parents' address": a possessive, when a lowercase word follows.
+                    let possessive = before == Some('s')
+                        && after.is_some_and(char::is_whitespace)
+                        && next_word.is_some_and(|c| c.is_lowercase());
+                    matches!(c, '\'' | '\u{2019}')
+                        && !after.is_some_and(char::is_alphanumeric)
+                        && !possessive
                 } else {
                     matches!(c, '"' | '\u{201c}' | '\u{201d}')
                 };
                 if closes {
                     open = None;
+                } else if i + 1 == chars.len() && matches!(mark, '\'' | '\u{2018}') {
+                    // Never closed: the single quote was an apostrophe.
+                    out.extend(&chars[start..]);
                 }
             }
         }
     }
-    if let Some((_, start)) = open {
-        out.extend(&chars[start..]);
-    }
     out
+}
+
+/// Elisions written with a leading apostrophe: "'til", "'cause", "'em".
+const ELISIONS: &[&str] = &[
+    "til", "cause", "cos", "coz", "round", "em", "bout", "n", "nuff", "tis", "twas", "kay",
+];
+
+/// Whether the word starting at `rest` is an elision (after its apostrophe).
+fn is_elision(rest: &[char]) -> bool {
+    let word: String = rest
+        .iter()
+        .take_while(|c| c.is_alphabetic())
+        .flat_map(|c| c.to_lowercase())
+        .collect();
+    ELISIONS.contains(&word.as_str())
 }
 
 #[cfg(test)]
@@ -1192,6 +1237,10 @@ mod tests {
 
     #[test]
     fn actually_corrects_only_when_it_opens_what_is_said() {
+        assert!(is_correction("Well, actually I live in Lyon."));
+        assert!(is_correction("Nah actually it's Tuesday."));
+        assert!(is_correction("Hmm \u{2014} actually, it's Lyon."));
+        assert!(!is_correction("There is no actually good option."));
         assert!(is_correction("Actually, I live in Lyon."));
         assert!(is_correction("Oh wait, actually it's Tuesday."));
         assert!(!is_correction(
@@ -1230,6 +1279,18 @@ mod tests {
         }
         assert!(forget_instruction("Please remove my passport number.").is_some());
         assert!(forget_instruction("Clear my address from your notes.").is_some());
+        // An idiom's noun followed by what the memory holds is an instruction.
+        for text in [
+            "Please clear my calendar entry about the dentist.",
+            "Clear my calendar notes about the dentist.",
+            "Please remove my kids' names from your notes.",
+            "Remove the room number I gave you.",
+            "Please remove my weight from your notes.",
+            "Wipe my face scan data.",
+            "Please clear my schedule info, I don't want it stored.",
+        ] {
+            assert!(forget_instruction(text).is_some(), "{text}");
+        }
     }
 
     #[test]
@@ -1245,6 +1306,27 @@ mod tests {
             "skye's band isn't new"
         );
         assert_eq!(strip_quoted("the '90s were fun"), "the '90s were fun");
+        // Elisions and plural possessives are no quotes either.
+        let elided = "'til further notice, forget my parents' address.";
+        assert_eq!(strip_quoted(elided), elided);
+        assert!(forget_instruction("'Til further notice, forget my parents' address.").is_some());
+        assert!(
+            forget_instruction(
+                "I was 'round at Sam's. Please delete my address and my parents' phone number."
+            )
+            .is_some()
+        );
+        // What follows an unclosed double quote was quoted.
+        assert_eq!(
+            strip_quoted("from my journal: \"so forget everything i told you"),
+            "from my journal: "
+        );
+        assert!(
+            forget_instruction(
+                "Pasted from my journal: \"So forget everything I told you about Sam"
+            )
+            .is_none()
+        );
         // A cue inside a lyric announces nothing.
         assert!(announces_strong_change("I left my job."));
         assert!(!announces_strong_change(

@@ -184,8 +184,7 @@ impl Judge for OfflineJudge {
         // says nothing of this statement; a strong one ("switched", "moved") does.
         let changed =
             corrected || ended || announces_change(&new.content) || announces_strong_change(said);
-        // A weak cue ("I got into pottery") replaces a held fact of the same key that
-        // names no value only when the attribute has one value at a time.
+        // Whether the statement speaks of "the one" value (a home, a favourite).
         let attribute = new.key.as_deref().and_then(|k| k.rsplit('/').next());
         let one_value =
             attribute.is_some_and(|attribute| states_the_one_value(attribute, &new.content));

@@ -1546,3 +1546,26 @@ fn a_member_of_the_asked_category_is_a_named_value() {
     let (answer, _) = world.ask(u, a, "Which instrument does Dana play?", View::Current);
     assert!(answer.contains("violin"), "{answer:?}");
 }
+
+#[test]
+fn a_change_naming_only_the_held_value_does_not_keep_it() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Dana",
+        "My Ford F-150 is perfect for hauling lumber to the cabin.",
+        "2023-01-05",
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Dana",
+        "Finally sold it. The F-150 had served me well for ten years.",
+        "2023-06-05",
+    );
+    let (answer, _) = world.ask(u, a, "What truck does Dana drive now?", View::Current);
+    assert!(!answer.contains("F-150"), "{answer:?}");
+}
