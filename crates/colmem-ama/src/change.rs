@@ -1190,10 +1190,7 @@ fn strip_quoted(text: &str) -> String {
             }
             Some((mark, start)) => {
                 let closes = if matches!(mark, '\'' | '\u{2018}') {
-                    let next_word = chars[i + 1..]
-                        .iter()
-                        .skip_while(|c| c.is_whitespace())
-                        .next();
+                    let next_word = chars[i + 1..].iter().find(|c| !c.is_whitespace());
                     // "my parents' address": a possessive, when a lowercase word follows.
                     let possessive = before == Some('s')
                         && after.is_some_and(char::is_whitespace)
