@@ -108,6 +108,13 @@ impl World {
             .unwrap();
     }
 
+    /// Dana, the user of `user`, says each of `turns` (dialogue id, text, date) in turn.
+    fn dana_says(&self, user: UserId, agent: AgentId, turns: &[(&str, &str, &str)]) {
+        for (id, text, date) in turns {
+            self.say(user, agent, id, "Dana", text, date);
+        }
+    }
+
     /// Whether asking `needle` recalls a current fact holding it.
     fn recalls_current_fact(&self, user: UserId, agent: AgentId, needle: &str) -> bool {
         let (_, hits) = self.ask(user, agent, needle, View::Current);
@@ -1325,24 +1332,32 @@ fn episodes_answer_the_episode_route_and_stay_out_of_a_question_about_a_detail()
     assert!(has_episode(&why));
 }
 
+/// Dana's answer to `question`, now, after she says `turns`.
+fn answer_after(turns: &[(&str, &str, &str)], question: &str) -> String {
+    let (world, u, a) = one_pair();
+    world.dana_says(u, a, turns);
+    world.ask(u, a, question, View::Current).0
+}
+
 #[test]
 fn a_value_question_nothing_covers_is_answered_by_a_clause_naming_a_current_value() {
     let (world, u, a) = one_pair();
-    let turns = [
-        (
-            "D1:1",
-            "My Ford F-150 is perfect for hauling lumber to the cabin.",
-            "2023-01-05",
-        ),
-        (
-            "D1:2",
-            "The Rivian arrived and the F-150 sold the same week.",
-            "2023-06-05",
-        ),
-    ];
-    for (id, text, date) in turns {
-        world.say(u, a, id, "Dana", text, date);
-    }
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "My Ford F-150 is perfect for hauling lumber to the cabin.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "The Rivian arrived and the F-150 sold the same week.",
+                "2023-06-05",
+            ),
+        ],
+    );
     let (answer, _) = world.ask(u, a, "What truck does Dana drive now?", View::Current);
     assert!(answer.contains("Rivian"), "{answer:?}");
     // A question after no named thing still gets nothing it does not cover.
@@ -1352,220 +1367,186 @@ fn a_value_question_nothing_covers_is_answered_by_a_clause_naming_a_current_valu
 
 #[test]
 fn a_change_cue_inside_a_quote_replaces_nothing() {
-    let (world, u, a) = one_pair();
-    let turns = [
-        (
-            "D1:1",
-            "I play bass in a band called The Low Tides; we rehearse on Wednesdays.",
-            "2020-09-14",
-        ),
-        (
-            "D1:2",
-            "Here's the chorus I wrote for our new song: 'Forget me, burn every letter that I left behind.'",
-            "2020-09-20",
-        ),
-    ];
-    for (id, text, date) in turns {
-        world.say(u, a, id, "Dana", text, date);
-    }
-    let (answer, _) = world.ask(u, a, "What is the name of Dana's band?", View::Current);
+    let answer = answer_after(
+        &[
+            (
+                "D1:1",
+                "I play bass in a band called The Low Tides; we rehearse on Wednesdays.",
+                "2020-09-14",
+            ),
+            (
+                "D1:2",
+                "Here's the chorus I wrote for our new song: 'Forget me, burn every letter that I left behind.'",
+                "2020-09-20",
+            ),
+        ],
+        "What is the name of Dana's band?",
+    );
     assert!(answer.contains("Low Tides"), "{answer:?}");
 }
 
 #[test]
 fn a_one_word_correction_answers_a_question_after_its_category() {
-    let (world, u, a) = one_pair();
-    let turns = [
-        (
-            "D1:1",
-            "I grew up in Australia, near the mountains, which is why I ski so much.",
-            "2023-02-01",
-        ),
-        ("D1:2", "Typo, sorry! Austria, not Australia.", "2023-02-01"),
-    ];
-    for (id, text, date) in turns {
-        world.say(u, a, id, "Dana", text, date);
-    }
-    let (answer, _) = world.ask(u, a, "Which country did Dana grow up in?", View::Current);
+    let answer = answer_after(
+        &[
+            (
+                "D1:1",
+                "I grew up in Australia, near the mountains, which is why I ski so much.",
+                "2023-02-01",
+            ),
+            ("D1:2", "Typo, sorry! Austria, not Australia.", "2023-02-01"),
+        ],
+        "Which country did Dana grow up in?",
+    );
     assert!(answer.contains("Austria"), "{answer:?}");
 }
 
 #[test]
 fn of_the_clauses_after_a_change_the_one_about_the_question_answers() {
-    let (world, u, a) = one_pair();
-    world.say(
-        u,
-        a,
-        "D1:1",
-        "Dana",
-        "My condo in Toronto looks straight at the CN Tower.",
-        "2022-10-10",
+    let answer = answer_after(
+        &[
+            (
+                "D1:1",
+                "My condo in Toronto looks straight at the CN Tower.",
+                "2022-10-10",
+            ),
+            (
+                "D1:2",
+                "Nope, not Toronto anymore: Montreal as of last month, and I'm learning French.",
+                "2023-02-08",
+            ),
+        ],
+        "Which city does Dana live in now?",
     );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "Nope, not Toronto anymore: Montreal as of last month, and I'm learning French.",
-        "2023-02-08",
-    );
-    let (answer, _) = world.ask(u, a, "Which city does Dana live in now?", View::Current);
     assert!(answer.contains("Montreal"), "{answer:?}");
 }
 
 #[test]
 fn a_value_the_change_names_again_outside_the_past_stays_current() {
-    let (world, u, a) = one_pair();
-    let turns = [
-        (
-            "D1:1",
-            "My Ford F-150 is perfect for hauling lumber to the cabin.",
-            "2023-01-05",
-        ),
-        (
-            "D1:2",
-            "The Rivian R1T delivery is scheduled for June 3, so the F-150 is listed for sale.",
-            "2023-05-10",
-        ),
-        (
-            "D1:3",
-            "The Rivian arrived and the F-150 sold the same week.",
-            "2023-06-05",
-        ),
-    ];
-    for (id, text, date) in turns {
-        world.say(u, a, id, "Dana", text, date);
-    }
-    let (answer, _) = world.ask(u, a, "What truck does Dana drive now?", View::Current);
+    let answer = answer_after(
+        &[
+            (
+                "D1:1",
+                "My Ford F-150 is perfect for hauling lumber to the cabin.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "The Rivian R1T delivery is scheduled for June 3, so the F-150 is listed for sale.",
+                "2023-05-10",
+            ),
+            (
+                "D1:3",
+                "The Rivian arrived and the F-150 sold the same week.",
+                "2023-06-05",
+            ),
+        ],
+        "What truck does Dana drive now?",
+    );
     assert!(answer.contains("Rivian"), "{answer:?}");
     assert!(!answer.contains("F-150"), "{answer:?}");
 }
 
 #[test]
 fn a_clause_answers_with_the_support_of_its_turn() {
-    let (world, u, a) = one_pair();
-    world.say(
-        u,
-        a,
-        "D1:1",
-        "Dana",
-        "Chicago winters are brutal. The pipes in our condo froze last night.",
-        "2022-01-08",
+    let answer = answer_after(
+        &[(
+            "D1:1",
+            "Chicago winters are brutal. The pipes in our condo froze last night.",
+            "2022-01-08",
+        )],
+        "Where does Dana live?",
     );
-    let (answer, _) = world.ask(u, a, "Where does Dana live?", View::Current);
     assert!(answer.contains("Chicago"), "{answer:?}");
 }
 
 #[test]
 fn a_weak_cue_elsewhere_in_the_turn_changes_nothing() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "Wanted to let you know that I'm running for office again.",
-        "2023-01-05",
+        &[(
+            "D1:1",
+            "Wanted to let you know that I'm running for office again.",
+            "2023-01-05",
+        )],
     );
     // "Finally" and "started" are in other sentences than the instructor's.
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "I started a weekend yoga class with a colleague - it's awesome! I'd been wanting to try yoga for a while and finally took the plunge. And the instructor is great too.",
-        "2023-02-05",
-    );
+    world.dana_says(u, a, &[("D1:2", "I started a weekend yoga class with a colleague - it's awesome! I'd been wanting to try yoga for a while and finally took the plunge. And the instructor is great too.", "2023-02-05")]);
     assert!(world.recalls_current_fact(u, a, "running for office"));
 }
 
 #[test]
 fn a_favourite_without_a_change_closes_no_fact_that_names_nothing() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "I have a collection of books that take me to other worlds.",
-        "2023-01-05",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "Harry Potter is my favorite book.",
-        "2023-02-05",
+        &[
+            (
+                "D1:1",
+                "I have a collection of books that take me to other worlds.",
+                "2023-01-05",
+            ),
+            ("D1:2", "Harry Potter is my favorite book.", "2023-02-05"),
+        ],
     );
     assert!(world.recalls_current_fact(u, a, "collection of books"));
 }
 
 #[test]
 fn what_a_change_says_of_the_past_is_not_the_new_value() {
-    let (world, u, a) = one_pair();
-    world.say(
-        u,
-        a,
-        "D1:1",
-        "Dana",
-        "My Sony WH-1000XM4 headphones make the open-plan office bearable.",
-        "2023-01-05",
+    let answer = answer_after(
+        &[
+            (
+                "D1:1",
+                "My Sony WH-1000XM4 headphones make the open-plan office bearable.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "Left the Sony headphones on the train to Bath. Lost property has nothing, so I ended up buying AirPods Max.",
+                "2023-03-05",
+            ),
+        ],
+        "Which headphones does Dana use now?",
     );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "Left the Sony headphones on the train to Bath. Lost property has nothing, so I ended up buying AirPods Max.",
-        "2023-03-05",
-    );
-    let (answer, _) = world.ask(u, a, "Which headphones does Dana use now?", View::Current);
     assert!(answer.contains("AirPods Max"), "{answer:?}");
 }
 
 #[test]
 fn a_member_of_the_asked_category_is_a_named_value() {
-    let (world, u, a) = one_pair();
-    world.say(
-        u,
-        a,
-        "D1:1",
-        "Dana",
-        "I play the violin every evening.",
-        "2023-01-05",
+    let answer = answer_after(
+        &[
+            ("D1:1", "I play the violin every evening.", "2023-01-05"),
+            (
+                "D1:2",
+                "My neighbour Tom says he can hear me play through the wall.",
+                "2023-02-05",
+            ),
+        ],
+        "Which instrument does Dana play?",
     );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "My neighbour Tom says he can hear me play through the wall.",
-        "2023-02-05",
-    );
-    let (answer, _) = world.ask(u, a, "Which instrument does Dana play?", View::Current);
     assert!(answer.contains("violin"), "{answer:?}");
 }
 
 #[test]
 fn a_change_naming_only_the_held_value_does_not_keep_it() {
-    let (world, u, a) = one_pair();
-    world.say(
-        u,
-        a,
-        "D1:1",
-        "Dana",
-        "My Ford F-150 is perfect for hauling lumber to the cabin.",
-        "2023-01-05",
+    let answer = answer_after(
+        &[
+            (
+                "D1:1",
+                "My Ford F-150 is perfect for hauling lumber to the cabin.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "Finally sold it. The F-150 had served me well for ten years.",
+                "2023-06-05",
+            ),
+        ],
+        "What truck does Dana drive now?",
     );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "Finally sold it. The F-150 had served me well for ten years.",
-        "2023-06-05",
-    );
-    let (answer, _) = world.ask(u, a, "What truck does Dana drive now?", View::Current);
     assert!(!answer.contains("F-150"), "{answer:?}");
 }
