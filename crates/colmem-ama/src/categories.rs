@@ -9,8 +9,10 @@
 //!
 //! The lists are general knowledge (closed classes such as countries, US states,
 //! instruments and languages; the best-known cities, sports, pets, desserts and
-//! pastimes; the words for children), not drawn from any data set; a category outside them is simply not
-//! expanded.
+//! pastimes; the words for children; a company's departments), not drawn from any data
+//! set; a category outside them is simply not expanded. The answerer reads them too: a
+//! member of the asked category answers for it ("accounts payable" for "which
+//! department").
 
 use crate::text::words;
 
@@ -381,6 +383,30 @@ pub const CATEGORIES: &[(&[&str], &[&str])] = &[
         ],
     ),
     (
+        &["department", "departments", "division"],
+        &[
+            "accounts",
+            "accounting",
+            "payable",
+            "receivable",
+            "finance",
+            "marketing",
+            "sales",
+            "hr",
+            "legal",
+            "engineering",
+            "operations",
+            "logistics",
+            "procurement",
+            "support",
+            "research",
+            "design",
+            "product",
+            "compliance",
+            "security",
+        ],
+    ),
+    (
         &["children", "kids"],
         &[
             "son",
@@ -438,6 +464,7 @@ mod tests {
         let members = members_asked("Which instruments does Mel play, and in which cities?");
         assert!(members.contains(&"violin") && members.contains(&"paris"));
         assert!(members_asked("How did Mel feel about the concert?").is_empty());
+        assert!(members_asked("Which department does Mel work in?").contains(&"payable"));
         let both = members_asked("Which states and cities has Mel seen?");
         assert_eq!(both.iter().filter(|m| **m == "york").count(), 1);
     }
