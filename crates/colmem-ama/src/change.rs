@@ -558,14 +558,40 @@ const CORRECTION_CUES: &[&str] = &[
 
 /// The attributes a text is about, by the lexicon, most strongly signalled first.
 pub fn attributes(text: &str) -> Vec<&'static str> {
-    attributes_of(&lexicon_words(text))
+    attributes_of(&attribute_words(text))
+}
+
+/// The lexicon words of a text, read for its attributes: a living earned is a job ("what
+/// does Nora do for a living?"), not a home.
+fn attribute_words(text: &str) -> Vec<String> {
+    let mut ws = lexicon_words(text);
+    for i in 2..ws.len() {
+        if ws[i] == "living"
+            && ws[i - 1] == "a"
+            && matches!(
+                ws[i - 2].as_str(),
+                "for"
+                    | "earn"
+                    | "earns"
+                    | "earned"
+                    | "earning"
+                    | "make"
+                    | "makes"
+                    | "made"
+                    | "making"
+            )
+        {
+            ws[i] = "job".to_owned();
+        }
+    }
+    ws
 }
 
 /// The attributes a fact is keyed by: [`attributes`], without the lexicon words that
 /// chat uses as often in other senses unless the words after them give the attribute's
 /// sense (see [`KEYED_ONLY_BEFORE`]).
 pub fn key_attributes(text: &str) -> Vec<&'static str> {
-    let all = lexicon_words(text);
+    let all = attribute_words(text);
     let senses: Vec<String> = all
         .iter()
         .enumerate()
@@ -599,7 +625,7 @@ const KEYED_ONLY_BEFORE: &[(&str, &[&str])] = &[
 /// diagnosis, the doctor's work and a visit alike; "my husband and I moved into a
 /// house" is about a home, not a relationship).
 pub fn main_attributes(text: &str) -> Vec<&'static str> {
-    let scored = scored_attributes(&lexicon_words(text));
+    let scored = scored_attributes(&attribute_words(text));
     let most = scored.first().map_or(0, |(hits, _, _)| *hits);
     scored
         .into_iter()
@@ -1330,6 +1356,16 @@ mod tests {
             "Here's the chorus I wrote: 'Forget me, burn every letter that I left behind.'"
         ));
         assert!(!is_correction("The sign said 'Actually, we are closed.'"));
+    }
+
+    #[test]
+    fn a_living_earned_is_work() {
+        assert_eq!(attributes("What does Nora do for a living?"), ["work"]);
+        assert_eq!(
+            attributes("How did Carlos earn a living in 2021?"),
+            ["work"]
+        );
+        assert_eq!(attributes("Where is Nora living?"), ["home"]);
     }
 
     #[test]
