@@ -171,7 +171,7 @@ fn clauses(text: &str) -> Vec<(String, String)> {
         .flat_map(|s| {
             // Punctuation splits where a space follows: "9:30" and "68,000" stay whole.
             s.split("; ")
-                .flat_map(|c| c.split(", "))
+                .flat_map(split_commas)
                 .flat_map(|c| c.split(": "))
                 .map(|c| c.trim_end_matches([';', ',', ':']))
                 .flat_map(|c| c.split(" but "))
@@ -194,6 +194,26 @@ fn clauses(text: &str) -> Vec<(String, String)> {
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// `text` split at each ", " that does not open an appositive naming something: "my
+/// scooter, a Vespa Primavera" is one clause, "I moved, and it's great" two.
+fn split_commas(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (at, _) in text.match_indices(", ") {
+        let mut next = text[at + 2..].split_whitespace();
+        let appositive = matches!(next.next(), Some("a" | "an" | "the"))
+            && next
+                .next()
+                .is_some_and(|w| w.starts_with(char::is_uppercase));
+        if !appositive {
+            out.push(&text[start..at]);
+            start = at + 2;
+        }
+    }
+    out.push(&text[start..]);
+    out
 }
 
 /// `text` split at each " and " that does not join two capitalised words: "Crown and
@@ -697,6 +717,21 @@ mod tests {
         assert_eq!(
             corrections("Nope, not Toronto anymore: Montreal as of last month."),
             vec![("Nope".to_owned(), "Toronto anymore".to_owned())]
+        );
+    }
+
+    #[test]
+    fn an_appositive_naming_something_stays_with_its_clause() {
+        assert_eq!(
+            split_commas("Basic cover for my scooter, a Vespa Primavera, if possible"),
+            [
+                "Basic cover for my scooter, a Vespa Primavera",
+                "if possible"
+            ]
+        );
+        assert_eq!(
+            split_commas("I moved, and the flat is great"),
+            ["I moved", "and the flat is great"]
         );
     }
 
