@@ -116,6 +116,12 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
             "worked",
             "onboarding",
             "employee",
+            "full-time",
+            "part-time",
+            "freelance",
+            "freelancer",
+            "freelancing",
+            "self-employed",
         ],
     ),
     (

@@ -1550,3 +1550,23 @@ fn a_change_naming_only_the_held_value_does_not_keep_it() {
     );
     assert!(!answer.contains("F-150"), "{answer:?}");
 }
+
+#[test]
+fn a_full_time_offer_replaces_freelancing() {
+    let answer = answer_after(
+        &[
+            (
+                "D1:1",
+                "I freelance as a web developer, mostly small restaurant sites.",
+                "2021-05-01",
+            ),
+            (
+                "D1:2",
+                "No more chasing clients: I accepted a full-time offer from Shopify and started this week.",
+                "2021-09-01",
+            ),
+        ],
+        "Who is Dana working for now?",
+    );
+    assert!(answer.contains("Shopify"), "{answer:?}");
+}
