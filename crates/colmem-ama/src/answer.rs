@@ -1,15 +1,17 @@
 //! Answering in full mode: from the retrieved evidence to an answer.
 //!
 //! Offline, the answer is the best evidence span: the clause of the top evidence that
-//! covers the question best (on its own words, or a share of its sentence's or turn's), the newest among those about as good, preferring facts (the
-//! current state) over raw turns (what was once said). The values of the facts the
-//! evidence replaced are the old state: a clause that names one is no answer, so "I
-//! handed in my notice at Globex and start at Initech" answers "start at Initech". A fact
-//! that replaced another answers what the replaced one answered, even in other words
-//! ("Rust has won me over" after "Java is my favourite language"). When no clause covers
-//! a question after a named thing, the best-ranked clause naming a current value answers
-//! it rather than nothing. A member of a category the question asks for stands for the
-//! category: "Austria, not Australia" answers "Which country did Lukas grow up in?". With a model, the evidence is the context of a prompt.
+//! covers the question best (on its own words, or a share of its sentence's or turn's),
+//! the newest among those about as good, preferring facts (the current state) over raw
+//! turns (what was once said). The values of the facts the evidence replaced are the
+//! old state: a clause that names one is no answer, so "I handed in my notice at Globex
+//! and start at Initech" answers "start at Initech". A fact that replaced another
+//! answers what the replaced one answered, even in other words ("Rust has won me over"
+//! after "Java is my favourite language"). When no clause covers a question after a
+//! named thing, the best-ranked clause naming a current value answers it rather than
+//! nothing. A member of a category the question asks for stands for the category:
+//! "Austria, not Australia" answers "Which country did Lukas grow up in?". With a model,
+//! the evidence is the context of a prompt.
 
 use colmem_core::{Fragment, FragmentId, Granularity};
 use serde::{Deserialize, Serialize};
@@ -528,7 +530,6 @@ impl Answerer for EvidenceSpan {
                 .collect(),
             members: crate::categories::members_asked(question),
         };
-        let support_of = |clause: &str, sentence: &str| asked.support_in(clause, sentence);
         // The support a correcting clause inherits: the best of the clauses that say
         // what it corrects.
         let inherited: Vec<(&str, f64)> = corrected
@@ -540,7 +541,7 @@ impl Answerer for EvidenceSpan {
                         let b = b.to_lowercase();
                         c.to_lowercase().contains(&b) || s.to_lowercase().contains(&b)
                     })
-                    .map(|(_, _, c, s)| support_of(c, s))
+                    .map(|(_, _, c, s)| asked.support_in(c, s))
                     .fold(0.0, f64::max);
                 // Above what it corrects: the correction says which of the two holds.
                 (a.as_str(), best + CORRECTION_BONUS)
@@ -579,7 +580,7 @@ impl Answerer for EvidenceSpan {
             }
             let own = parts
                 .iter()
-                .map(|(c, s)| support_of(c, s))
+                .map(|(c, s)| asked.support_in(c, s))
                 .fold(0.0, f64::max);
             let mut next = r.superseded_by;
             // At most one step per replaced fact: a cycle cannot hold it up.
@@ -617,7 +618,8 @@ impl Answerer for EvidenceSpan {
             } else {
                 0.0
             };
-            let support = support_of(&clause, &sentence)
+            let support = asked
+                .support_in(&clause, &sentence)
                 .max(turn)
                 .max(correcting)
                 .max(succeeding);

@@ -180,18 +180,17 @@ impl Judge for OfflineJudge {
         let said = &without_annotations(said);
         let corrected = is_correction(&new.content) || is_correction(said);
         let ended = announces_end(&new.content) || announces_end(said);
-        // A weak cue elsewhere in the turn ("it's just me and a co-founder for now")
-        // says nothing of this statement; a strong one ("switched", "moved") does.
-        let changed =
-            corrected || ended || announces_change(&new.content) || announces_strong_change(said);
-        // Whether the statement speaks of "the one" value (a home, a favourite).
-        let attribute = new.key.as_deref().and_then(|k| k.rsplit('/').next());
-        let one_value =
-            attribute.is_some_and(|attribute| states_the_one_value(attribute, &new.content));
         let strong = corrected
             || ended
             || announces_strong_change(&new.content)
             || announces_strong_change(said);
+        // A weak cue elsewhere in the turn ("it's just me and a co-founder for now")
+        // says nothing of this statement; a strong one ("switched", "moved") does.
+        let changed = strong || announces_change(&new.content);
+        // Whether the statement speaks of "the one" value (a home, a favourite).
+        let attribute = new.key.as_deref().and_then(|k| k.rsplit('/').next());
+        let one_value =
+            attribute.is_some_and(|attribute| states_the_one_value(attribute, &new.content));
         let reason = if corrected {
             ConflictReason::Corrected
         } else {

@@ -346,13 +346,14 @@ fn stored(world: &World, u: UserId, a: AgentId) -> Vec<Fragment> {
 #[test]
 fn a_profile_entry_is_closed_with_the_fact_it_was_drawn_from() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "My favourite drink is a double espresso.",
-        "2023-01-05",
+        &[(
+            "D1:1",
+            "My favourite drink is a double espresso.",
+            "2023-01-05",
+        )],
     );
     let profile = |world: &World| -> Vec<String> {
         stored(world, u, a)
@@ -366,13 +367,14 @@ fn a_profile_entry_is_closed_with_the_fact_it_was_drawn_from() {
         "{:?}",
         profile(&world)
     );
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:2",
-        "Dana",
-        "I switched to green tea, so my favourite drink these days is sencha.",
-        "2023-03-01",
+        &[(
+            "D1:2",
+            "I switched to green tea, so my favourite drink these days is sencha.",
+            "2023-03-01",
+        )],
     );
     let now = profile(&world);
     assert!(!now.iter().any(|p| p.contains("espresso")), "{now:?}");
@@ -397,21 +399,17 @@ fn a_profile_entry_is_closed_with_the_fact_it_was_drawn_from() {
 #[test]
 fn a_history_read_takes_what_a_same_day_correction_replaced_as_old() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "I live in Lille, near the old town.",
-        "2023-01-05",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "Actually, I misspoke: I live in Lyon.",
-        "2023-01-05",
+        &[
+            ("D1:1", "I live in Lille, near the old town.", "2023-01-05"),
+            (
+                "D1:2",
+                "Actually, I misspoke: I live in Lyon.",
+                "2023-01-05",
+            ),
+        ],
     );
     let text =
         world.answer_from_turns_as_of(u, a, "Where did Dana live in February 2023?", "2023-02-01");
@@ -422,22 +420,7 @@ fn a_history_read_takes_what_a_same_day_correction_replaced_as_old() {
 fn a_turn_that_replaces_two_facts_closes_a_shared_profile_entry_once() {
     let (world, u, a) = one_pair();
     // One sentence, one profile entry, under two facts the next turn replaces.
-    world.say(
-        u,
-        a,
-        "D1:1",
-        "Dana",
-        "I love my house in Denver. I love my Honda car, the best car I have had, parked outside my house in Denver.",
-        "2023-01-05",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "I moved to Austin last week. I sold my car and bought a Tesla.",
-        "2023-03-01",
-    );
+    world.dana_says(u, a, &[("D1:1", "I love my house in Denver. I love my Honda car, the best car I have had, parked outside my house in Denver.", "2023-01-05"), ("D1:2", "I moved to Austin last week. I sold my car and bought a Tesla.", "2023-03-01")]);
     let left: Vec<String> = stored(&world, u, a)
         .into_iter()
         .map(|f| f.content)
@@ -448,21 +431,13 @@ fn a_turn_that_replaces_two_facts_closes_a_shared_profile_entry_once() {
 #[test]
 fn a_history_read_answers_with_what_held_then_though_it_was_replaced_later() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "I live in Denver, near the park.",
-        "2023-01-05",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "I moved to Austin last week.",
-        "2023-03-10",
+        &[
+            ("D1:1", "I live in Denver, near the park.", "2023-01-05"),
+            ("D1:2", "I moved to Austin last week.", "2023-03-10"),
+        ],
     );
     // Raw turns only: the evidence is what was said, and the Denver fact, replaced
     // in March, is not among it.
@@ -520,21 +495,21 @@ fn a_keyed_remember_is_written_once_however_often_it_is_retried() {
 #[test]
 fn a_move_supersedes_the_old_home_and_history_keeps_it() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "I live in Denver, in a small flat near the park.",
-        "2023-01-05",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "We moved to Portland last weekend and love the new apartment.",
-        "2023-03-10",
+        &[
+            (
+                "D1:1",
+                "I live in Denver, in a small flat near the park.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "We moved to Portland last weekend and love the new apartment.",
+                "2023-03-10",
+            ),
+        ],
     );
     let (now, hits) = world.ask(u, a, "Where does Dana live now?", View::Current);
     assert!(now.contains("Portland"), "{now:?}");
@@ -561,30 +536,27 @@ fn a_move_supersedes_the_old_home_and_history_keeps_it() {
 #[test]
 fn a_turn_that_names_the_old_value_replaces_it_and_the_answer_drops_it() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "Another Monday at Globex, reviewing the billing code.",
-        "2022-05-02",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "I handed in my notice at Globex and start at Initech on Monday.",
-        "2022-08-10",
+        &[
+            (
+                "D1:1",
+                "Another Monday at Globex, reviewing the billing code.",
+                "2022-05-02",
+            ),
+            (
+                "D1:2",
+                "I handed in my notice at Globex and start at Initech on Monday.",
+                "2022-08-10",
+            ),
+        ],
     );
     // Names no value: replaces nothing.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:3",
-        "Dana",
-        "Onboarding finally wrapped up.",
-        "2022-08-20",
+        &[("D1:3", "Onboarding finally wrapped up.", "2022-08-20")],
     );
     let (now, hits) = world.ask(u, a, "Which company does Dana work for now?", View::Current);
     assert!(
@@ -614,30 +586,33 @@ fn a_turn_that_names_the_old_value_replaces_it_and_the_answer_drops_it() {
 #[test]
 fn the_fact_that_replaced_another_answers_what_the_replaced_one_answered() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "Emacs is my favourite editor; the keybindings live in my fingers.",
-        "2021-04-12",
+        &[(
+            "D1:1",
+            "Emacs is my favourite editor; the keybindings live in my fingers.",
+            "2021-04-12",
+        )],
     );
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:2",
-        "Dana",
-        "My editor config lives in a Git repo on Codeberg.",
-        "2021-09-01",
+        &[(
+            "D1:2",
+            "My editor config lives in a Git repo on Codeberg.",
+            "2021-09-01",
+        )],
     );
     // Names neither the attribute nor the asked words: only the replacement links it.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:3",
-        "Dana",
-        "Helix has completely won me over. I'd rather not open Emacs ever again.",
-        "2022-03-14",
+        &[(
+            "D1:3",
+            "Helix has completely won me over. I'd rather not open Emacs ever again.",
+            "2022-03-14",
+        )],
     );
     let (now, _) = world.ask(u, a, "Which editor is Dana's favourite now?", View::Current);
     assert!(now.contains("Helix") && !now.contains("Emacs"), "{now:?}");
@@ -648,21 +623,21 @@ fn the_listener_named_for_you_is_no_value_that_blocks_a_change() {
     let (world, u, a) = one_pair();
     // Rewritten as "When Assistant books trains for Dana, …": the listener's name is a
     // person, so the held fact names no value and a change under its key replaces it.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "When you book trains for me, I like a quiet coach.",
-        "2023-02-02",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "Book me the family coach on trains from now on.",
-        "2023-05-09",
+        &[
+            (
+                "D1:1",
+                "When you book trains for me, I like a quiet coach.",
+                "2023-02-02",
+            ),
+            (
+                "D1:2",
+                "Book me the family coach on trains from now on.",
+                "2023-05-09",
+            ),
+        ],
     );
     let (_, hits) = world.ask(u, a, "Which coach does Dana book on trains?", View::Current);
     assert!(
@@ -678,39 +653,39 @@ fn a_weak_cue_replaces_a_valueless_fact_only_of_a_single_valued_attribute() {
     let (world, u, a) = one_pair();
     let current = |needle: &str| world.recalls_current_fact(u, a, needle);
     // Hobbies come in numbers: getting into a new one keeps the old.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "My hobbies keep me sane through the winter.",
-        "2023-01-10",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "I got into origami this year and my hobbies have never been better.",
-        "2023-06-01",
+        &[
+            (
+                "D1:1",
+                "My hobbies keep me sane through the winter.",
+                "2023-01-10",
+            ),
+            (
+                "D1:2",
+                "I got into origami this year and my hobbies have never been better.",
+                "2023-06-01",
+            ),
+        ],
     );
     assert!(current("keep Dana sane through the winter"));
     // A home is one at a time: "now" is enough once a new one is named.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:3",
-        "Dana",
-        "My commute from the flat is long and dull.",
-        "2023-01-10",
-    );
-    world.say(
-        u,
-        a,
-        "D1:4",
-        "Dana",
-        "Now my flat is in Leith, a short walk from everything.",
-        "2023-06-02",
+        &[
+            (
+                "D1:3",
+                "My commute from the flat is long and dull.",
+                "2023-01-10",
+            ),
+            (
+                "D1:4",
+                "Now my flat is in Leith, a short walk from everything.",
+                "2023-06-02",
+            ),
+        ],
     );
     assert!(!current("commute from the flat is long"));
 }
@@ -719,30 +694,27 @@ fn a_weak_cue_replaces_a_valueless_fact_only_of_a_single_valued_attribute() {
 fn a_new_hobby_joins_the_old_unless_it_takes_its_place() {
     let (world, u, a) = one_pair();
     let current = |needle: &str| world.recalls_current_fact(u, a, needle);
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "Painting keeps me calm after work.",
-        "2023-01-10",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "I started a pottery class lately and love it.",
-        "2023-02-01",
+        &[
+            ("D1:1", "Painting keeps me calm after work.", "2023-01-10"),
+            (
+                "D1:2",
+                "I started a pottery class lately and love it.",
+                "2023-02-01",
+            ),
+        ],
     );
     assert!(current("Painting keeps Dana calm"));
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:3",
-        "Dana",
-        "Knitting is all I do in the evenings now.",
-        "2023-03-01",
+        &[(
+            "D1:3",
+            "Knitting is all I do in the evenings now.",
+            "2023-03-01",
+        )],
     );
     assert!(!current("Painting keeps Dana calm"));
 }
@@ -751,31 +723,26 @@ fn a_new_hobby_joins_the_old_unless_it_takes_its_place() {
 fn a_shared_image_and_a_greeting_name_no_value() {
     let (world, u, a) = one_pair();
     let current = |needle: &str| world.recalls_current_fact(u, a, needle);
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "My favourite hobby is painting landscapes.",
-        "2023-01-10",
+        &[(
+            "D1:1",
+            "My favourite hobby is painting landscapes.",
+            "2023-01-10",
+        )],
     );
     // The caption's "pottery" is what the photo shows, not a new favourite.
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "Started something new this week! [shares an image: a photo of a painting next to a pottery wheel]",
-        "2023-02-01",
-    );
+    world.dana_says(u, a, &[("D1:2", "Started something new this week! [shares an image: a photo of a painting next to a pottery wheel]", "2023-02-01")]);
     // "Ass" is what Dana calls the Assistant, not a new value.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:3",
-        "Dana",
-        "Honestly Ass, painting landscapes is still my favourite hobby, nothing new.",
-        "2023-02-02",
+        &[(
+            "D1:3",
+            "Honestly Ass, painting landscapes is still my favourite hobby, nothing new.",
+            "2023-02-02",
+        )],
     );
     assert!(current("favourite hobby is painting"));
 }
@@ -784,39 +751,41 @@ fn a_shared_image_and_a_greeting_name_no_value() {
 fn a_statement_naming_no_value_ends_a_valueless_fact_only_in_so_many_words() {
     let (world, u, a) = one_pair();
     let current = |needle: &str| world.recalls_current_fact(u, a, needle);
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "I'm still searching for a place to open my studio.",
-        "2023-01-10",
+        &[(
+            "D1:1",
+            "I'm still searching for a place to open my studio.",
+            "2023-01-10",
+        )],
     );
     // A cue word ("finally", "new") in a statement that names nothing new is chat.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:2",
-        "Dana",
-        "I finally feel good about the studio and my new routine.",
-        "2023-02-01",
+        &[(
+            "D1:2",
+            "I finally feel good about the studio and my new routine.",
+            "2023-02-01",
+        )],
     );
     assert!(current("searching for a place to open Dana's studio"));
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:3",
-        "Dana",
-        "I hate the morning commute from home.",
-        "2023-01-10",
-    );
-    world.say(
-        u,
-        a,
-        "D1:4",
-        "Dana",
-        "From now on the commute from home is by bike and I love it.",
-        "2023-03-01",
+        &[
+            (
+                "D1:3",
+                "I hate the morning commute from home.",
+                "2023-01-10",
+            ),
+            (
+                "D1:4",
+                "From now on the commute from home is by bike and I love it.",
+                "2023-03-01",
+            ),
+        ],
     );
     assert!(!current("hate the morning commute"));
 }
@@ -825,29 +794,26 @@ fn a_statement_naming_no_value_ends_a_valueless_fact_only_in_so_many_words() {
 fn work_in_passing_keys_nothing_and_work_at_a_place_is_replaced() {
     let (world, u, a) = one_pair();
     let current = |needle: &str| world.recalls_current_fact(u, a, needle);
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "I work at Globex in the billing team.",
-        "2022-01-10",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "Working on a new song keeps Sundays fun.",
-        "2022-02-01",
-    );
-    world.say(
-        u,
-        a,
-        "D1:3",
-        "Dana",
-        "I've been working at Initech since March.",
-        "2022-04-01",
+        &[
+            (
+                "D1:1",
+                "I work at Globex in the billing team.",
+                "2022-01-10",
+            ),
+            (
+                "D1:2",
+                "Working on a new song keeps Sundays fun.",
+                "2022-02-01",
+            ),
+            (
+                "D1:3",
+                "I've been working at Initech since March.",
+                "2022-04-01",
+            ),
+        ],
     );
     assert!(
         !current("Dana work at Globex"),
@@ -859,21 +825,21 @@ fn work_in_passing_keys_nothing_and_work_at_a_place_is_replaced() {
 #[test]
 fn a_correction_in_passing_answers_with_the_corrected_value() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "I'm flying Delta to Denver on the 18th for my cousin's wedding.",
-        "2023-05-01",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "Scratch that, I looked at the confirmation: it's United, not Delta. Same day.",
-        "2023-05-01",
+        &[
+            (
+                "D1:1",
+                "I'm flying Delta to Denver on the 18th for my cousin's wedding.",
+                "2023-05-01",
+            ),
+            (
+                "D1:2",
+                "Scratch that, I looked at the confirmation: it's United, not Delta. Same day.",
+                "2023-05-01",
+            ),
+        ],
     );
     let (now, _) = world.ask(
         u,
@@ -987,21 +953,21 @@ fn a_thread_two_turns_on_from_a_matching_statement_is_recalled_with_it() {
 #[test]
 fn a_question_after_a_category_recalls_the_turns_naming_its_members() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "Here's a pic from my trip to Spain last summer.",
-        "2023-06-01",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "I still think about the castles of Scotland.",
-        "2023-06-01",
+        &[
+            (
+                "D1:1",
+                "Here's a pic from my trip to Spain last summer.",
+                "2023-06-01",
+            ),
+            (
+                "D1:2",
+                "I still think about the castles of Scotland.",
+                "2023-06-01",
+            ),
+        ],
     );
     // Thirty turns of Dana's, as close to the question as the two (they share only the
     // name): the two rank first only when the question's category brings its members.
@@ -1020,31 +986,22 @@ fn a_question_after_a_category_recalls_the_turns_naming_its_members() {
 #[test]
 fn a_mention_without_a_new_value_or_a_change_replaces_nothing() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "I live in Denver, near the park.",
-        "2023-01-05",
+        &[("D1:1", "I live in Denver, near the park.", "2023-01-05")],
     );
     // Names the held value, brings no new one.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:2",
-        "Dana",
-        "Denver finally got snow this week.",
-        "2023-01-20",
+        &[("D1:2", "Denver finally got snow this week.", "2023-01-20")],
     );
     // Brings a new value, names the held one, announces no change.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:3",
-        "Dana",
-        "My cousin from Boston loved Denver.",
-        "2023-02-01",
+        &[("D1:3", "My cousin from Boston loved Denver.", "2023-02-01")],
     );
     let (_, hits) = world.ask(u, a, "Where does Dana live?", View::Current);
     assert!(
@@ -1057,32 +1014,29 @@ fn a_mention_without_a_new_value_or_a_change_replaces_nothing() {
 #[test]
 fn an_end_that_names_every_value_of_a_fact_closes_it() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "I've been a designer at Rakuten for four years.",
-        "2023-01-10",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "I test software at Contoso, on a project called Atlas.",
-        "2023-01-12",
-    );
-    world.say(
-        u,
-        a,
-        "D1:3",
-        "Dana",
-        "Rakuten laid off my whole group this morning.",
-        "2023-03-15",
+        &[
+            (
+                "D1:1",
+                "I've been a designer at Rakuten for four years.",
+                "2023-01-10",
+            ),
+            (
+                "D1:2",
+                "I test software at Contoso, on a project called Atlas.",
+                "2023-01-12",
+            ),
+            (
+                "D1:3",
+                "Rakuten laid off my whole group this morning.",
+                "2023-03-15",
+            ),
+        ],
     );
     // Ends one of a fact's two values: the other still holds.
-    world.say(u, a, "D1:4", "Dana", "Atlas is cancelled.", "2023-03-20");
+    world.dana_says(u, a, &[("D1:4", "Atlas is cancelled.", "2023-03-20")]);
     let current = stored(&world, u, a);
     let fact_with = |text: &str| {
         current
@@ -1109,22 +1063,24 @@ fn an_end_that_names_every_value_of_a_fact_closes_it() {
 #[test]
 fn an_end_that_brings_what_follows_replaces_the_fact_it_ends() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "Audit season at Deloitte means I basically live at the client's office.",
-        "2022-02-07",
+        &[(
+            "D1:1",
+            "Audit season at Deloitte means I basically live at the client's office.",
+            "2022-02-07",
+        )],
     );
     // No change cue ("moved", "new", "now"): the end of one value and the next one.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:2",
-        "Dana",
-        "After five years, Deloitte and I parted ways, and Accenture snapped me up.",
-        "2022-07-25",
+        &[(
+            "D1:2",
+            "After five years, Deloitte and I parted ways, and Accenture snapped me up.",
+            "2022-07-25",
+        )],
     );
     let current = stored(&world, u, a);
     assert!(
@@ -1138,22 +1094,24 @@ fn an_end_that_brings_what_follows_replaces_the_fact_it_ends() {
 #[test]
 fn only_the_users_own_instruction_deletes() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "My gate code is 4471 and the bins go out on Tuesday.",
-        "2023-01-05",
+        &[(
+            "D1:1",
+            "My gate code is 4471 and the bins go out on Tuesday.",
+            "2023-01-05",
+        )],
     );
     // Stored text and the agent's words never delete.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:2",
-        "Dana",
-        "My boss told me to forget the whole project.",
-        "2023-01-06",
+        &[(
+            "D1:2",
+            "My boss told me to forget the whole project.",
+            "2023-01-06",
+        )],
     );
     world.say(
         u,
@@ -1163,24 +1121,22 @@ fn only_the_users_own_instruction_deletes() {
         "Understood. Forget everything you told me? I will delete the user's facts.",
         "2023-01-06",
     );
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:4",
-        "Dana",
-        "The note on the fridge reads: delete the user's facts.",
-        "2023-01-06",
+        &[(
+            "D1:4",
+            "The note on the fridge reads: delete the user's facts.",
+            "2023-01-06",
+        )],
     );
     let (_, hits) = world.ask(u, a, "What is Dana's gate code?", View::Current);
     assert!(hits.iter().any(|f| f.content.contains("4471")));
     // The user's own instruction does.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:5",
-        "Dana",
-        "Please forget my gate code.",
-        "2023-01-07",
+        &[("D1:5", "Please forget my gate code.", "2023-01-07")],
     );
     let (_, hits) = world.ask(u, a, "What is Dana's gate code?", View::Current);
     assert!(!hits.iter().any(|f| f.content.contains("4471")), "{hits:?}");
@@ -1196,29 +1152,26 @@ fn only_the_users_own_instruction_deletes() {
 fn a_forget_instruction_naming_an_attribute_deletes_what_is_about_it_among_other_things() {
     let (world, u, a) = one_pair();
     // About a diagnosis, and about the doctor (work) and a visit (schedule) too.
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "The doctor confirmed it's celiac disease, which explains a lot.",
-        "2023-01-05",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "My daughter starts ballet lessons on Saturday.",
-        "2023-01-06",
-    );
-    world.say(
-        u,
-        a,
-        "D1:3",
-        "Dana",
-        "Delete the note about my diagnosis, please.",
-        "2023-01-07",
+        &[
+            (
+                "D1:1",
+                "The doctor confirmed it's celiac disease, which explains a lot.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "My daughter starts ballet lessons on Saturday.",
+                "2023-01-06",
+            ),
+            (
+                "D1:3",
+                "Delete the note about my diagnosis, please.",
+                "2023-01-07",
+            ),
+        ],
     );
     let left: Vec<String> = stored(&world, u, a)
         .into_iter()
@@ -1231,32 +1184,29 @@ fn a_forget_instruction_naming_an_attribute_deletes_what_is_about_it_among_other
 #[test]
 fn a_forget_instruction_leaves_what_only_mentions_its_attribute_in_passing() {
     let (world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "My husband and I just moved to Austin, into a house on Elm Street.",
-        "2023-01-05",
-    );
-    world.say(
-        u,
-        a,
-        "D1:2",
-        "Dana",
-        "My ex, Marco, still calls on my birthday.",
-        "2023-01-06",
+        &[
+            (
+                "D1:1",
+                "My husband and I just moved to Austin, into a house on Elm Street.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "My ex, Marco, still calls on my birthday.",
+                "2023-01-06",
+            ),
+        ],
     );
     // The session's episode holds both turns: forgetting one must not take the other.
     let caller = world.caller(u, a).unwrap();
     world.pipeline.close_episode(&caller, "D1").unwrap();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:3",
-        "Dana",
-        "Forget my ex's name, please.",
-        "2023-01-07",
+        &[("D1:3", "Forget my ex's name, please.", "2023-01-07")],
     );
     let left: Vec<String> = stored(&world, u, a)
         .into_iter()
@@ -1270,13 +1220,10 @@ fn a_forget_instruction_leaves_what_only_mentions_its_attribute_in_passing() {
 #[test]
 fn recall_is_refused_after_revocation() {
     let (mut world, u, a) = one_pair();
-    world.say(
+    world.dana_says(
         u,
         a,
-        "D1:1",
-        "Dana",
-        "I play the cello on Sundays.",
-        "2023-01-05",
+        &[("D1:1", "I play the cello on Sundays.", "2023-01-05")],
     );
     world.log(AccessChange::Revoke {
         edge: Edge::Invoke { user: u, agent: a },
@@ -1366,101 +1313,6 @@ fn a_value_question_nothing_covers_is_answered_by_a_clause_naming_a_current_valu
 }
 
 #[test]
-fn a_change_cue_inside_a_quote_replaces_nothing() {
-    let answer = answer_after(
-        &[
-            (
-                "D1:1",
-                "I play bass in a band called The Low Tides; we rehearse on Wednesdays.",
-                "2020-09-14",
-            ),
-            (
-                "D1:2",
-                "Here's the chorus I wrote for our new song: 'Forget me, burn every letter that I left behind.'",
-                "2020-09-20",
-            ),
-        ],
-        "What is the name of Dana's band?",
-    );
-    assert!(answer.contains("Low Tides"), "{answer:?}");
-}
-
-#[test]
-fn a_one_word_correction_answers_a_question_after_its_category() {
-    let answer = answer_after(
-        &[
-            (
-                "D1:1",
-                "I grew up in Australia, near the mountains, which is why I ski so much.",
-                "2023-02-01",
-            ),
-            ("D1:2", "Typo, sorry! Austria, not Australia.", "2023-02-01"),
-        ],
-        "Which country did Dana grow up in?",
-    );
-    assert!(answer.contains("Austria"), "{answer:?}");
-}
-
-#[test]
-fn of_the_clauses_after_a_change_the_one_about_the_question_answers() {
-    let answer = answer_after(
-        &[
-            (
-                "D1:1",
-                "My condo in Toronto looks straight at the CN Tower.",
-                "2022-10-10",
-            ),
-            (
-                "D1:2",
-                "Nope, not Toronto anymore: Montreal as of last month, and I'm learning French.",
-                "2023-02-08",
-            ),
-        ],
-        "Which city does Dana live in now?",
-    );
-    assert!(answer.contains("Montreal"), "{answer:?}");
-}
-
-#[test]
-fn a_value_the_change_names_again_outside_the_past_stays_current() {
-    let answer = answer_after(
-        &[
-            (
-                "D1:1",
-                "My Ford F-150 is perfect for hauling lumber to the cabin.",
-                "2023-01-05",
-            ),
-            (
-                "D1:2",
-                "The Rivian R1T delivery is scheduled for June 3, so the F-150 is listed for sale.",
-                "2023-05-10",
-            ),
-            (
-                "D1:3",
-                "The Rivian arrived and the F-150 sold the same week.",
-                "2023-06-05",
-            ),
-        ],
-        "What truck does Dana drive now?",
-    );
-    assert!(answer.contains("Rivian"), "{answer:?}");
-    assert!(!answer.contains("F-150"), "{answer:?}");
-}
-
-#[test]
-fn a_clause_answers_with_the_support_of_its_turn() {
-    let answer = answer_after(
-        &[(
-            "D1:1",
-            "Chicago winters are brutal. The pipes in our condo froze last night.",
-            "2022-01-08",
-        )],
-        "Where does Dana live?",
-    );
-    assert!(answer.contains("Chicago"), "{answer:?}");
-}
-
-#[test]
 fn a_weak_cue_elsewhere_in_the_turn_changes_nothing() {
     let (world, u, a) = one_pair();
     world.dana_says(
@@ -1495,78 +1347,178 @@ fn a_favourite_without_a_change_closes_no_fact_that_names_nothing() {
     assert!(world.recalls_current_fact(u, a, "collection of books"));
 }
 
+/// Answers after a change: each case is what it shows, Dana's turns, the question, what
+/// the answer must hold and what it must not.
 #[test]
-fn what_a_change_says_of_the_past_is_not_the_new_value() {
-    let answer = answer_after(
-        &[
-            (
+fn answers_after_a_change() {
+    type Case<'a> = (
+        &'a str,
+        &'a [(&'a str, &'a str, &'a str)],
+        &'a str,
+        &'a [&'a str],
+        &'a [&'a str],
+    );
+    let cases: &[Case<'_>] = &[
+        (
+            "a change cue inside a quote replaces nothing",
+            &[
+                (
+                    "D1:1",
+                    "I play bass in a band called The Low Tides; we rehearse on Wednesdays.",
+                    "2020-09-14",
+                ),
+                (
+                    "D1:2",
+                    "Here's the chorus I wrote for our new song: 'Forget me, burn every letter that I left behind.'",
+                    "2020-09-20",
+                ),
+            ],
+            "What is the name of Dana's band?",
+            &["Low Tides"],
+            &[],
+        ),
+        (
+            "a one word correction answers a question after its category",
+            &[
+                (
+                    "D1:1",
+                    "I grew up in Australia, near the mountains, which is why I ski so much.",
+                    "2023-02-01",
+                ),
+                ("D1:2", "Typo, sorry! Austria, not Australia.", "2023-02-01"),
+            ],
+            "Which country did Dana grow up in?",
+            &["Austria"],
+            &[],
+        ),
+        (
+            "of the clauses after a change the one about the question answers",
+            &[
+                (
+                    "D1:1",
+                    "My condo in Toronto looks straight at the CN Tower.",
+                    "2022-10-10",
+                ),
+                (
+                    "D1:2",
+                    "Nope, not Toronto anymore: Montreal as of last month, and I'm learning French.",
+                    "2023-02-08",
+                ),
+            ],
+            "Which city does Dana live in now?",
+            &["Montreal"],
+            &[],
+        ),
+        (
+            "a value the change names again outside the past stays current",
+            &[
+                (
+                    "D1:1",
+                    "My Ford F-150 is perfect for hauling lumber to the cabin.",
+                    "2023-01-05",
+                ),
+                (
+                    "D1:2",
+                    "The Rivian R1T delivery is scheduled for June 3, so the F-150 is listed for sale.",
+                    "2023-05-10",
+                ),
+                (
+                    "D1:3",
+                    "The Rivian arrived and the F-150 sold the same week.",
+                    "2023-06-05",
+                ),
+            ],
+            "What truck does Dana drive now?",
+            &["Rivian"],
+            &["F-150"],
+        ),
+        (
+            "a clause answers with the support of its turn",
+            &[(
                 "D1:1",
-                "My Sony WH-1000XM4 headphones make the open-plan office bearable.",
-                "2023-01-05",
-            ),
-            (
-                "D1:2",
-                "Left the Sony headphones on the train to Bath. Lost property has nothing, so I ended up buying AirPods Max.",
-                "2023-03-05",
-            ),
-        ],
-        "Which headphones does Dana use now?",
-    );
-    assert!(answer.contains("AirPods Max"), "{answer:?}");
-}
-
-#[test]
-fn a_member_of_the_asked_category_is_a_named_value() {
-    let answer = answer_after(
-        &[
-            ("D1:1", "I play the violin every evening.", "2023-01-05"),
-            (
-                "D1:2",
-                "My neighbour Tom says he can hear me play through the wall.",
-                "2023-02-05",
-            ),
-        ],
-        "Which instrument does Dana play?",
-    );
-    assert!(answer.contains("violin"), "{answer:?}");
-}
-
-#[test]
-fn a_change_naming_only_the_held_value_does_not_keep_it() {
-    let answer = answer_after(
-        &[
-            (
-                "D1:1",
-                "My Ford F-150 is perfect for hauling lumber to the cabin.",
-                "2023-01-05",
-            ),
-            (
-                "D1:2",
-                "Finally sold it. The F-150 had served me well for ten years.",
-                "2023-06-05",
-            ),
-        ],
-        "What truck does Dana drive now?",
-    );
-    assert!(!answer.contains("F-150"), "{answer:?}");
-}
-
-#[test]
-fn a_full_time_offer_replaces_freelancing() {
-    let answer = answer_after(
-        &[
-            (
-                "D1:1",
-                "I freelance as a web developer, mostly small restaurant sites.",
-                "2021-05-01",
-            ),
-            (
-                "D1:2",
-                "No more chasing clients: I accepted a full-time offer from Shopify and started this week.",
-                "2021-09-01",
-            ),
-        ],
-        "Who is Dana working for now?",
-    );
-    assert!(answer.contains("Shopify"), "{answer:?}");
+                "Chicago winters are brutal. The pipes in our condo froze last night.",
+                "2022-01-08",
+            )],
+            "Where does Dana live?",
+            &["Chicago"],
+            &[],
+        ),
+        (
+            "what a change says of the past is not the new value",
+            &[
+                (
+                    "D1:1",
+                    "My Sony WH-1000XM4 headphones make the open-plan office bearable.",
+                    "2023-01-05",
+                ),
+                (
+                    "D1:2",
+                    "Left the Sony headphones on the train to Bath. Lost property has nothing, so I ended up buying AirPods Max.",
+                    "2023-03-05",
+                ),
+            ],
+            "Which headphones does Dana use now?",
+            &["AirPods Max"],
+            &[],
+        ),
+        (
+            "a member of the asked category is a named value",
+            &[
+                ("D1:1", "I play the violin every evening.", "2023-01-05"),
+                (
+                    "D1:2",
+                    "My neighbour Tom says he can hear me play through the wall.",
+                    "2023-02-05",
+                ),
+            ],
+            "Which instrument does Dana play?",
+            &["violin"],
+            &[],
+        ),
+        (
+            "a change naming only the held value does not keep it",
+            &[
+                (
+                    "D1:1",
+                    "My Ford F-150 is perfect for hauling lumber to the cabin.",
+                    "2023-01-05",
+                ),
+                (
+                    "D1:2",
+                    "Finally sold it. The F-150 had served me well for ten years.",
+                    "2023-06-05",
+                ),
+            ],
+            "What truck does Dana drive now?",
+            &[],
+            &["F-150"],
+        ),
+        (
+            "a full time offer replaces freelancing",
+            &[
+                (
+                    "D1:1",
+                    "I freelance as a web developer, mostly small restaurant sites.",
+                    "2021-05-01",
+                ),
+                (
+                    "D1:2",
+                    "No more chasing clients: I accepted a full-time offer from Shopify and started this week.",
+                    "2021-09-01",
+                ),
+            ],
+            "Who is Dana working for now?",
+            &["Shopify"],
+            &[],
+        ),
+    ];
+    for (why, turns, question, holds, lacks) in cases {
+        let answer = answer_after(turns, question);
+        for value in *holds {
+            assert!(answer.contains(value), "{why}: {answer:?} lacks {value}");
+        }
+        for value in *lacks {
+            assert!(!answer.contains(value), "{why}: {answer:?} holds {value}");
+        }
+    }
 }
