@@ -295,9 +295,12 @@ const PAST_MARKERS: &[&str] = &[
 ];
 
 fn looks_past(clause: &str) -> bool {
-    crate::text::words(clause)
-        .iter()
-        .any(|w| PAST_MARKERS.contains(&w.as_str()))
+    let ws = crate::text::words(clause);
+    ws.iter().any(|w| PAST_MARKERS.contains(&w.as_str()))
+        // "not a PM any more", "no more night shifts".
+        || ws
+            .windows(2)
+            .any(|p| matches!(p[0].as_str(), "any" | "no") && p[1] == "more")
 }
 
 /// How much a correcting clause ("it's United, not Delta") outranks what it corrects.
@@ -386,6 +389,49 @@ fn old_values(evidence: &[&Fragment], replaced: &[&Fragment]) -> Vec<String> {
 fn within_old(value: &str, old: &[String]) -> bool {
     old.iter()
         .any(|o| value.split(' ').all(|w| o.split(' ').any(|x| x == w)))
+}
+
+/// Prepositions that tie an old value into a clause: "at Canva", "from Chicago".
+const TIES: &[&str] = &["at", "in", "from", "for", "to", "with", "of", "on", "by"];
+
+/// `clause` without the old values it names, each with the preposition that ties it in:
+/// "Leila moved into UX research at Canva" without "canva" is "Leila moved into UX
+/// research".
+fn without_old(clause: &str, old: &[String]) -> String {
+    let raw: Vec<&str> = clause.split_whitespace().collect();
+    let core: Vec<String> = raw
+        .iter()
+        .map(|w| {
+            let t = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            t.strip_suffix("'s").map(str::to_owned).unwrap_or(t)
+        })
+        .collect();
+    let mut drop = vec![false; raw.len()];
+    for value in old {
+        let wanted: Vec<&str> = value.split(' ').collect();
+        for start in 0..raw.len().saturating_sub(wanted.len() - 1) {
+            if core[start..start + wanted.len()]
+                .iter()
+                .zip(&wanted)
+                .all(|(a, b)| a == b)
+            {
+                drop[start..start + wanted.len()]
+                    .iter_mut()
+                    .for_each(|d| *d = true);
+                if start > 0 && TIES.contains(&core[start - 1].as_str()) {
+                    drop[start - 1] = true;
+                }
+            }
+        }
+    }
+    raw.iter()
+        .zip(&drop)
+        .filter(|(_, d)| !**d)
+        .map(|(w, _)| *w)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `value` (lowercase, as [`named`] gives it) as `text` writes it.
@@ -496,15 +542,28 @@ impl Answerer for EvidenceSpan {
                     clauses_of.push((rank, fragment, clause, sentence));
                     continue;
                 }
-                // "… traded Chicago for Minneapolis": the clause answers with its values
-                // that are not the old state, if it has any.
+                // "… moved into UX research at Canva": the clause answers without the
+                // old state, each old value with the preposition that tied it in ("Leila
+                // moved into UX research"); when less than two content words are left,
+                // with its values that are not the old state, if it has any.
                 let fresh: Vec<String> = values
-                    .into_iter()
+                    .iter()
                     .filter(|v| !within_old(v, &old))
-                    .map(|v| original_case(&clause, &v))
+                    .map(|v| original_case(&clause, v))
                     .collect();
                 if !fresh.is_empty() {
-                    clauses_of.push((rank, fragment, fresh.join(", "), sentence));
+                    let stale: Vec<String> = values
+                        .into_iter()
+                        .filter(|v| within_old(v, &old))
+                        .chain(old.iter().cloned())
+                        .collect();
+                    let kept = without_old(&clause, &stale);
+                    let text = if content_words(&kept).len() >= 2 {
+                        kept
+                    } else {
+                        fresh.join(", ")
+                    };
+                    clauses_of.push((rank, fragment, text, sentence));
                 }
             }
         }
@@ -698,6 +757,27 @@ impl Answerer for EvidenceSpan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_old_value_leaves_with_the_preposition_that_tied_it_in() {
+        let old = ["canva".to_owned(), "kindle".to_owned()];
+        assert_eq!(
+            without_old("Leila moved into UX research at Canva in July 2023.", &old),
+            "Leila moved into UX research in July 2023."
+        );
+        assert_eq!(
+            without_old("The Kobo Libra 2 has replaced Julia's Kindle.", &old),
+            "The Kobo Libra 2 has replaced Julia's"
+        );
+        assert_eq!(without_old("Nothing old here", &old), "Nothing old here");
+    }
+
+    #[test]
+    fn not_any_more_is_about_the_past() {
+        assert!(looks_past("Leila is not a PM any more."));
+        assert!(looks_past("no more night shifts"));
+        assert!(!looks_past("Leila wants more coffee"));
+    }
 
     #[test]
     fn corrections_pair_the_correcting_clause_with_what_it_corrects() {

@@ -1511,6 +1511,24 @@ fn answers_after_a_change() {
             &["Shopify"],
             &[],
         ),
+        (
+            "a new role at the same company answers without the old state",
+            &[
+                (
+                    "D1:1",
+                    "As a product manager at Canva I spend my days in roadmap meetings.",
+                    "2023-04-01",
+                ),
+                (
+                    "D1:2",
+                    "Small identity crisis: I'm not a PM any more. I moved into UX research at Canva last month.",
+                    "2023-08-01",
+                ),
+            ],
+            "What role does Dana have now?",
+            &["UX research"],
+            &["not a PM"],
+        ),
     ];
     for (why, turns, question, holds, lacks) in cases {
         let answer = answer_after(turns, question);
