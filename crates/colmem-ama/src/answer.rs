@@ -391,6 +391,20 @@ fn within_old(value: &str, old: &[String]) -> bool {
         .any(|o| value.split(' ').all(|w| o.split(' ').any(|x| x == w)))
 }
 
+/// The content stems of what a replaced fact said, its person aside.
+fn said_of(fragment: &Fragment) -> Vec<String> {
+    let person = fragment
+        .key
+        .as_deref()
+        .and_then(|k| k.split('/').next())
+        .map(stem);
+    content_words(body(fragment))
+        .iter()
+        .map(|w| stem(w))
+        .filter(|w| Some(w) != person.as_ref())
+        .collect()
+}
+
 /// Prepositions that tie an old value into a clause: "at Canva", "from Chicago".
 const TIES: &[&str] = &["at", "in", "from", "for", "to", "with", "of", "on", "by"];
 
@@ -478,10 +492,19 @@ fn speakers(evidence: &[&Fragment]) -> Vec<String> {
 /// Whether a question asks for a named thing: a "which", "where", "who" or "what"
 /// question ("what time", "in what city"), not a "how" or "why" one.
 fn asks_for_value(question: &str) -> bool {
-    let ws = crate::text::words(question);
-    ws.iter()
+    asks_for_name(question)
+        || crate::text::words(question)
+            .iter()
+            .take(3)
+            .any(|w| w == "what" || w == "what's")
+}
+
+/// Whether a question asks for a name: a "which", "where", "who" or "whose" question,
+/// where "what" may ask for a common noun ("What is Marta's favourite flavour?").
+fn asks_for_name(question: &str) -> bool {
+    crate::text::words(question)
+        .iter()
         .any(|w| matches!(w.as_str(), "which" | "where" | "who" | "whose"))
-        || ws.iter().take(3).any(|w| w == "what" || w == "what's")
 }
 
 struct Candidate {
@@ -627,7 +650,7 @@ impl Answerer for EvidenceSpan {
             members: asked.members.clone(),
             ..asked
         };
-        let mut successors: Vec<(FragmentId, f64)> = Vec::new();
+        let mut successors: Vec<(FragmentId, f64, Vec<String>)> = Vec::new();
         for r in replaced {
             let parts = clauses(body(r));
             let about = value_question
@@ -645,7 +668,7 @@ impl Answerer for EvidenceSpan {
             // At most one step per replaced fact: a cycle cannot hold it up.
             for _ in 0..=replaced.len() {
                 let Some(id) = next else { break };
-                successors.push((id, own));
+                successors.push((id, own, said_of(r)));
                 next = replaced
                     .iter()
                     .find(|f| f.id == id)
@@ -660,17 +683,30 @@ impl Answerer for EvidenceSpan {
                 .map(|(_, best)| *best)
                 .fold(0.0, f64::max);
             let values = named(&clause, &names);
-            let names_new = values.iter().any(|v| !within_old(v, &old));
-            // What the successor says of the past ("Left the Sony headphones on the
-            // train") is not the new value.
-            let succeeding = if names_new && !looks_past(&clause) {
+            let member = crate::text::words(&clause)
+                .iter()
+                .any(|w| asked.members.contains(&w.as_str()));
+            // A member of the asked category is new as much as a named value is.
+            let names_new = member || values.iter().any(|v| !within_old(v, &old));
+            let stems: Vec<String> = content_words(&clause)
+                .iter()
+                .map(|w| stem(w))
+                .filter(|w| !person_stems.contains(w))
+                .collect();
+            // A successor's clause inherits when it names a new value, or restates what
+            // the replaced fact said in a word of its own ("pistachio is my flavour
+            // now" after "Chocolate is my ice cream flavour"). What the successor says
+            // of the past ("Left the Sony headphones on the train") is not the new value.
+            let succeeding = if looks_past(&clause) {
+                0.0
+            } else {
                 successors
                     .iter()
-                    .filter(|(id, _)| *id == fragment.id)
-                    .map(|(_, s)| s + CORRECTION_BONUS)
+                    .filter(|(id, _, said)| {
+                        *id == fragment.id && (names_new || stems.iter().any(|w| said.contains(w)))
+                    })
+                    .map(|(_, s, _)| s + CORRECTION_BONUS)
                     .fold(0.0, f64::max)
-            } else {
-                0.0
             };
             let turn = if fragment.granularity == Granularity::RawTurn {
                 TURN_SHARE * asked.support(body(fragment))
@@ -696,11 +732,11 @@ impl Answerer for EvidenceSpan {
                     Granularity::Fact | Granularity::Profile
                 ),
                 // A member of the asked category is what the question asks for, a
-                // weekday as much as a city.
+                // weekday as much as a city; so is a clause restating a replaced fact,
+                // unless the question asks for a name ("which company").
                 names: !values.is_empty()
-                    || crate::text::words(&clause)
-                        .iter()
-                        .any(|w| asked.members.contains(&w.as_str())),
+                    || member
+                    || (succeeding > 0.0 && !asks_for_name(question)),
                 clause,
                 id: fragment.id,
                 rank,

@@ -1529,6 +1529,60 @@ fn answers_after_a_change() {
             &["UX research"],
             &["not a PM"],
         ),
+        (
+            "a change restating the attribute answers with a common noun",
+            &[
+                (
+                    "D1:1",
+                    "Chocolate is my ice cream flavour. Two scoops, always chocolate.",
+                    "2022-06-21",
+                ),
+                (
+                    "D1:2",
+                    "The gelateria in Bologna changed my mind: pistachio is my flavour now, and chocolate tastes flat next to it.",
+                    "2022-07-30",
+                ),
+            ],
+            "What is Dana's favourite ice cream flavour now?",
+            &["pistachio"],
+            &["Bologna"],
+        ),
+        (
+            "a department named by its category is the new value",
+            &[
+                (
+                    "D1:1",
+                    "I'm on the sales team at Nike, chasing quarterly targets for the running line.",
+                    "2021-07-01",
+                ),
+                (
+                    "D1:2",
+                    "Internal transfer approved: I've left the sales team and joined the marketing department, still at Nike.",
+                    "2021-10-01",
+                ),
+            ],
+            "Which department is Dana in now?",
+            &["marketing"],
+            &[],
+        ),
+        (
+            "a question after a name is answered by a name, not by a restatement",
+            &[
+                (
+                    "D1:1",
+                    "I design brake sensors at Bosch in Stuttgart.",
+                    "2021-01-10",
+                ),
+                (
+                    "D1:2",
+                    "It's weird not carrying a Bosch badge anymore. The Siemens one is green, and the sensor work here is for trains.",
+                    "2021-06-01",
+                ),
+            ],
+            "Which company is Dana employed by now?",
+            &["Siemens"],
+            &[],
+        ),
     ];
     for (why, turns, question, holds, lacks) in cases {
         let answer = answer_after(turns, question);
