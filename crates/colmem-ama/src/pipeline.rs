@@ -3,8 +3,9 @@
 //!
 //! Write path: turn → [`Constructor`] → write rule → one store transaction per turn.
 //! A fact that the [`Judge`] finds in conflict with held facts goes to the
-//! [`Refresher`], which closes the stale versions in favour of the new one; an explicit
-//! forget instruction in the user's own input deletes what it names.
+//! [`Refresher`], which closes the stale versions in favour of the new one; an agent's
+//! turn is judged only against what that agent said. An explicit forget instruction in
+//! the user's own input deletes what it names.
 //!
 //! Read path: query → [`Retriever`] plan → hybrid search with the read filter and the
 //! granularity inside → [`Judge`] relevance → at most `rounds` more rounds, on another
@@ -492,6 +493,17 @@ impl Pipeline {
                         .iter()
                         .any(|(old, new)| *old == f.id || *new == f.id)
                 });
+                // The user is the authority on their own state: what an agent says
+                // ("I'll block 9:30 instead") closes only what that agent said before.
+                if turn.origin == Origin::Other {
+                    let mut theirs = Vec::with_capacity(held.len());
+                    for f in held {
+                        if self.said_only_by(caller, &f, &turn.speaker)? {
+                            theirs.push(f);
+                        }
+                    }
+                    held = theirs;
+                }
                 let held: Vec<&Fragment> = held.iter().collect();
                 let conflicts = self.roles.judge.conflicts(p.memory, &turn.text, &held)?;
                 self.roles.refresher.resolve(p.memory, &conflicts)?
@@ -934,6 +946,19 @@ impl Pipeline {
     }
 
     /// The caller's own raw turn `dialogue_id`, if `filter` admits it.
+    /// Whether every turn `fact` was drawn from was said by `speaker`.
+    fn said_only_by(&self, caller: &Caller<'_>, fact: &Fragment, speaker: &str) -> Result<bool> {
+        for id in &fact.provenance.source.turns {
+            let said = self
+                .own_turn(caller, caller.filter(), id)?
+                .and_then(|t| t.content.split_once(": ").map(|(s, _)| s == speaker));
+            if said != Some(true) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     fn own_turn(
         &self,
         caller: &Caller<'_>,

@@ -1594,3 +1594,36 @@ fn answers_after_a_change() {
         }
     }
 }
+
+#[test]
+fn an_agent_does_not_close_what_the_user_said() {
+    let (world, u, a) = one_pair();
+    let turns = [
+        (
+            "Dana",
+            "My team standup is at 9:00 every weekday, so don't schedule anything then.",
+        ),
+        ("Assistant", "Got it, I'll keep that slot free."),
+        (
+            "Dana",
+            "Turns out I had it wrong from the start: the standup is at 9:30, not 9:00.",
+        ),
+        (
+            "Assistant",
+            "Ha, at least you had time for coffee. I'll block 9:30 instead.",
+        ),
+    ];
+    for (i, (speaker, text)) in turns.iter().enumerate() {
+        world.say(u, a, &format!("D1:{}", i + 1), speaker, text, "2023-03-06");
+    }
+    let (answer, _) = world.ask(u, a, "What time is Dana's team standup?", View::Current);
+    assert!(answer.contains("9:30"), "{answer:?}");
+    // The user's correction is still current: the agent's "instead" closed nothing of hers.
+    assert!(
+        stored(&world, u, a)
+            .iter()
+            .any(|f| f.granularity == Granularity::Fact
+                && f.superseded_by.is_none()
+                && f.content.contains("the standup is at 9:30")),
+    );
+}
