@@ -122,6 +122,13 @@ pub struct ConstructorConfig {
     pub summary_sentences: usize,
     /// Facts shorter than this many words are dropped (greetings, fillers).
     pub min_fact_words: usize,
+    /// Whether an agent's turns ([`Origin::Other`]) yield facts and profile entries too.
+    /// Off by default: the user is the authority on their own state, and an agent's
+    /// reply mostly echoes it ("Noted, aisle seats it is") or advises; its words stay
+    /// as its raw turn and in the episodes. An echo kept as a fact outlives the change
+    /// of what it echoed (knowledge-update suite: stale facts 46 on, 39 off; accuracy
+    /// 0.899 on, 0.902 off).
+    pub agent_facts: bool,
 }
 
 impl Default for ConstructorConfig {
@@ -132,6 +139,7 @@ impl Default for ConstructorConfig {
             topic_span: 3,
             summary_sentences: 3,
             min_fact_words: 4,
+            agent_facts: false,
         }
     }
 }
@@ -166,6 +174,12 @@ impl OfflineConstructor {
     /// A constructor with these settings.
     pub fn new(config: ConstructorConfig) -> Self {
         OfflineConstructor { config }
+    }
+
+    /// Whether facts and profile entries are drawn from `turn`: the user's own turns,
+    /// and an agent's when [`ConstructorConfig::agent_facts`] is on.
+    pub fn draws_facts_from(&self, turn: &TurnInput) -> bool {
+        turn.origin == Origin::User || self.config.agent_facts
     }
 
     /// Whether `turn` starts a new topic after `open`.
@@ -346,10 +360,14 @@ impl Constructor for OfflineConstructor {
         }
         let mut out = Construction {
             raw: vec![raw],
-            facts: self.facts(turn),
-            profile: self.profile(turn),
+            facts: Vec::new(),
+            profile: Vec::new(),
             episodes: Vec::new(),
         };
+        if self.draws_facts_from(turn) {
+            out.facts = self.facts(turn);
+            out.profile = self.profile(turn);
+        }
         let same_session = open_episode
             .last()
             .is_none_or(|t| t.session == turn.session);

@@ -322,7 +322,7 @@ impl LlmConstructor {
         })
     }
 
-    /// Sets the episode rules (window, topic-shift threshold).
+    /// Sets the episode rules (window, topic-shift threshold) and whose turns yield facts.
     pub fn with_episode_rules(mut self, rules: ConstructorConfig) -> Self {
         self.rules = OfflineConstructor::new(rules);
         self
@@ -475,7 +475,11 @@ impl Constructor for LlmConstructor {
             .iter()
             .map(|t| (*t).clone())
             .collect();
-        let (facts, profile) = self.extract(turn, &context)?;
+        let (facts, profile) = if self.rules.draws_facts_from(turn) {
+            self.extract(turn, &context)?
+        } else {
+            (Vec::new(), Vec::new())
+        };
         // A closed episode is the open buffer, or the buffer and this turn (an explicit
         // request): either way a prefix of the two together.
         let mut with_turn = open_episode.clone();

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use colmem_access::{AccessGraph, Context, SystemPolicy};
 use colmem_ama::{
-    Caller, Origin, Pipeline, PipelineConfig, Recall, RecallOptions, Roles, Route, TurnInput,
+    Caller, ConstructorConfig, Origin, Pipeline, PipelineConfig, Recall, RecallOptions,
+    RetrieverConfig, Roles, Route, TurnInput,
 };
 use colmem_core::{
     AccessChange, AccessEvent, AgentId, Clock, Edge, Fragment, FragmentId, Granularity,
@@ -30,6 +31,10 @@ struct World {
 
 impl World {
     fn new() -> Self {
+        World::with_roles(Roles::offline())
+    }
+
+    fn with_roles(roles: Roles) -> Self {
         let clock = Arc::new(LogicalClock::new(
             Timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
         ));
@@ -52,7 +57,7 @@ impl World {
             store.clone(),
             index,
             embedder,
-            Roles::offline(),
+            roles,
             PipelineConfig::default(),
         );
         World {
@@ -306,7 +311,11 @@ proptest! {
 }
 
 fn one_pair() -> (World, UserId, AgentId) {
-    let mut world = World::new();
+    pair_in(World::new())
+}
+
+/// A user and an agent the user may invoke, in `world`.
+fn pair_in(mut world: World) -> (World, UserId, AgentId) {
     let user = UserId::new("dana").unwrap();
     let agent = AgentId::new("helper").unwrap();
     world.log(AccessChange::Register {
@@ -1597,7 +1606,14 @@ fn answers_after_a_change() {
 
 #[test]
 fn an_agent_does_not_close_what_the_user_said() {
-    let (world, u, a) = one_pair();
+    // The agent's turns yield facts here, so the judge weighs them.
+    let (world, u, a) = pair_in(World::with_roles(Roles::offline_with(
+        ConstructorConfig {
+            agent_facts: true,
+            ..ConstructorConfig::default()
+        },
+        RetrieverConfig::default(),
+    )));
     let turns = [
         (
             "Dana",
@@ -1625,5 +1641,30 @@ fn an_agent_does_not_close_what_the_user_said() {
             .any(|f| f.granularity == Granularity::Fact
                 && f.superseded_by.is_none()
                 && f.content.contains("the standup is at 9:30")),
+    );
+}
+
+#[test]
+fn an_agents_words_yield_no_facts_by_default() {
+    let (world, u, a) = one_pair();
+    world.say(
+        u,
+        a,
+        "D1:1",
+        "Assistant",
+        "Noted, aisle seats it is. I'll book them for your trips.",
+        "2023-03-06",
+    );
+    let fragments = stored(&world, u, a);
+    assert!(
+        fragments
+            .iter()
+            .any(|f| f.granularity == Granularity::RawTurn)
+    );
+    assert!(
+        !fragments
+            .iter()
+            .any(|f| matches!(f.granularity, Granularity::Fact | Granularity::Profile)),
+        "{fragments:#?}"
     );
 }
