@@ -590,6 +590,12 @@ fn attribute_words(text: &str) -> Vec<String> {
             ws[i] = "job".to_owned();
         }
     }
+    // "Got my own place in Casablanca" is a home.
+    for i in 1..ws.len() {
+        if ws[i] == "place" && ws[i - 1] == "own" {
+            ws[i] = "home".to_owned();
+        }
+    }
     ws
 }
 
@@ -809,6 +815,12 @@ const END_CUES: &[&str] = &[
     "moved out",
     "walked away",
     "walked out",
+    // "I do not miss Charlotte one bit", "not going back to Warsaw".
+    "i don't miss",
+    "i do not miss",
+    "i won't miss",
+    "not going back",
+    "never going back",
     "closed down",
     "shut down",
     "cancelled",
@@ -1286,6 +1298,20 @@ mod tests {
             "Been running longer since our last chat."
         ));
         assert!(announces_strong_change("I no longer work there."));
+    }
+
+    #[test]
+    fn not_missing_a_place_ends_it() {
+        assert!(announces_end("I do not miss Charlotte one bit."));
+        assert!(announces_end("I'm not going back to Warsaw."));
+        assert!(!announces_end("Don't miss a beat!"));
+        assert!(!announces_end("I miss Charlotte."));
+    }
+
+    #[test]
+    fn ones_own_place_is_a_home() {
+        assert!(attributes("Got my own place in Casablanca!").contains(&"home"));
+        assert!(!attributes("Took a trip to a new place.").contains(&"home"));
     }
 
     #[test]

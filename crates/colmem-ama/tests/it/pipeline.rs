@@ -1592,6 +1592,42 @@ fn answers_after_a_change() {
             &["Siemens"],
             &[],
         ),
+        (
+            "a place one does not miss is where one lived",
+            &[
+                (
+                    "D1:1",
+                    "Valentine's dinner at the little bistro near our apartment in Charlotte was lovely.",
+                    "2020-02-15",
+                ),
+                (
+                    "D1:2",
+                    "Closing went through! We're officially the owners of a farmhouse outside Asheville, and I do not miss Charlotte one bit.",
+                    "2021-06-01",
+                ),
+            ],
+            "Where does Dana live now?",
+            &["Asheville"],
+            &["Charlotte"],
+        ),
+        (
+            "one's own place is a new home",
+            &[
+                (
+                    "D1:1",
+                    "I still live in Rabat with my parents, which is fine but a bit crowded.",
+                    "2019-01-10",
+                ),
+                (
+                    "D1:2",
+                    "Got my own place in Casablanca! First time living alone, and I already burned the rice.",
+                    "2019-09-01",
+                ),
+            ],
+            "Where does Dana live now?",
+            &["Casablanca"],
+            &["Rabat"],
+        ),
     ];
     for (why, turns, question, holds, lacks) in cases {
         let answer = answer_after(turns, question);
