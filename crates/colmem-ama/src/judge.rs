@@ -173,7 +173,8 @@ impl Judge for OfflineJudge {
     /// favourite now"); to one that names no value either only when it says the old
     /// state ended in so many words ("from now on", a correction). A statement
     /// that something ended and names every value of a held fact ("Rakuten laid off my
-    /// whole group") closes it even with nothing in its place; when the fact names
+    /// whole group"), or one of them under the same key, closes it even with nothing in
+    /// its place; when the fact names
     /// things and also lexicon items ("a product designer at Rakuten"), the names suffice.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         // What was shared is described, not stated: an image's caption names no value.
@@ -250,12 +251,18 @@ impl Judge for OfflineJudge {
                 (brings_new && !joins && (changed || (same_key && self.config.latest_wins)))
                     // Its names suffice when it has any: "Rakuten laid off my group"
                     // ends "a product designer at Rakuten".
-                    || (ended
-                        && keys_agree
-                        && old_values
+                    // Under the same key one of them suffices: "not going back to
+                    // Warsaw" ends "a room in Warsaw, ten minutes from the Vistula".
+                    || (ended && keys_agree && {
+                        let mut held_names = old_values
                             .iter()
-                            .filter(|v| !is_item(v) || old_values.iter().all(|o| is_item(o)))
-                            .all(|v| touches(said, v)))
+                            .filter(|v| !is_item(v) || old_values.iter().all(|o| is_item(o)));
+                        if same_key {
+                            held_names.any(|v| touches(said, v))
+                        } else {
+                            held_names.all(|v| touches(said, v))
+                        }
+                    })
             };
             if stale {
                 out.push(Conflict {

@@ -1704,3 +1704,33 @@ fn an_agents_words_yield_no_facts_by_default() {
         "{fragments:#?}"
     );
 }
+
+#[test]
+fn an_end_naming_one_value_of_a_home_ends_it() {
+    let (world, u, a) = one_pair();
+    let room = |world: &World| {
+        stored(world, u, a)
+            .iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains("rent a room"))
+    };
+    world.dana_says(
+        u,
+        a,
+        &[(
+            "D1:1",
+            "I rent a room in Warsaw, about ten minutes from the Vistula.",
+            "2021-03-01",
+        )],
+    );
+    assert!(room(&world));
+    world.dana_says(
+        u,
+        a,
+        &[(
+            "D1:2",
+            "The new apartment here is quiet and I'm not going back to Warsaw.",
+            "2021-10-01",
+        )],
+    );
+    assert!(!room(&world), "the room in Warsaw is still current");
+}
