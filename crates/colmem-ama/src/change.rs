@@ -447,6 +447,8 @@ const CHANGE_CUES: &[&str] = &[
     "changing",
     "change",
     "replaced",
+    "replacement",
+    "officially",
     "replacing",
     "upgraded",
     "upgrading",
@@ -678,6 +680,9 @@ fn scored_attributes(ws: &[String]) -> Vec<(usize, usize, &'static str)> {
 /// Change cues that as often say nothing of a change: "I got a new book", "into
 /// painting", "since then".
 const WEAK_CHANGE_CUES: &[&str] = &[
+    // "Lincoln Middle already has my replacement"; "I'm officially a firefighter".
+    "replacement",
+    "officially",
     // "Been running longer since our last chat"; "no longer" is a phrase of its own.
     "longer",
     "got",
@@ -1298,6 +1303,17 @@ mod tests {
             "Been running longer since our last chat."
         ));
         assert!(announces_strong_change("I no longer work there."));
+    }
+
+    #[test]
+    fn a_replacement_named_is_a_weak_change() {
+        for said in [
+            "Lincoln Middle already has my replacement.",
+            "I'm officially a firefighter with Station 12.",
+        ] {
+            assert!(announces_change(said), "{said}");
+            assert!(!announces_strong_change(said), "{said}");
+        }
     }
 
     #[test]
