@@ -254,6 +254,11 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
             "whiskey",
             "lemonade",
             "chai",
+            "cortado",
+            "americano",
+            "macchiato",
+            "mocha",
+            "decaf",
         ],
     ),
     (
@@ -590,6 +595,12 @@ fn attribute_words(text: &str) -> Vec<String> {
             )
         {
             ws[i] = "job".to_owned();
+        }
+    }
+    // A flat white is a coffee, not a home.
+    for i in 0..ws.len().saturating_sub(1) {
+        if ws[i] == "flat" && ws[i + 1] == "white" {
+            ws[i] = "coffee".to_owned();
         }
     }
     // "Got my own place in Casablanca" is a home.
@@ -1322,6 +1333,14 @@ mod tests {
         assert!(announces_end("I'm not going back to Warsaw."));
         assert!(!announces_end("Don't miss a beat!"));
         assert!(!announces_end("I miss Charlotte."));
+    }
+
+    #[test]
+    fn a_flat_white_is_a_coffee() {
+        let said = "My usual coffee order is a flat white with whole milk.";
+        assert!(key_attributes(said).contains(&"drink"));
+        assert!(!key_attributes(said).contains(&"home"));
+        assert!(key_attributes("It's an oat milk cortado from now on.").contains(&"drink"));
     }
 
     #[test]

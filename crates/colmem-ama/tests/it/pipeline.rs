@@ -1661,6 +1661,24 @@ fn answers_after_a_change() {
             &["Casablanca"],
             &["Rabat"],
         ),
+        (
+            "a coffee order changes under its own key",
+            &[
+                (
+                    "D1:1",
+                    "My usual coffee order is a flat white with whole milk.",
+                    "2023-01-10",
+                ),
+                (
+                    "D1:2",
+                    "Dairy started disagreeing with me, so if you ever order for me it's an oat milk cortado from now on.",
+                    "2023-03-28",
+                ),
+            ],
+            "What coffee does Dana order now?",
+            &["cortado"],
+            &["flat white"],
+        ),
     ];
     for (why, turns, question, holds, lacks) in cases {
         let answer = answer_after(turns, question);
