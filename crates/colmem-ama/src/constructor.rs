@@ -220,6 +220,12 @@ impl OfflineConstructor {
                 Some(t) => absolutise_dates(&rewritten, t),
                 None => rewritten,
             };
+            // A fact refers to the moment it looks ahead to: "next month we're moving"
+            // holds from next month, so a history read of the weeks between still
+            // finds the old home.
+            let time = turn
+                .time
+                .map(|t| ahead(&sentence.to_lowercase(), t).unwrap_or(t));
             if words(&rewritten).len() < self.config.min_fact_words
                 || content_words(&rewritten).len() < 2
             {
@@ -245,7 +251,7 @@ impl OfflineConstructor {
                 content: rewritten,
                 turns: vec![turn.dialogue_id.clone()],
                 session: turn.session.clone(),
-                time: turn.time,
+                time,
                 keywords: kw,
                 key,
                 pattern: Some(pattern),
@@ -559,6 +565,29 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
         }
     }
     out
+}
+
+/// The moment a sentence said at `said` looks ahead to, when it names one: "next month
+/// we're moving to Valparaiso" is about the first day of next month, "tomorrow" about
+/// the next day.
+fn ahead(lower: &str, said: Timestamp) -> Option<Timestamp> {
+    const DAY: i64 = 86_400_000;
+    let days = [("tomorrow", 1), ("next week", 7), ("next month", 0)]
+        .iter()
+        .find(|(phrase, _)| find_phrase(lower, phrase).is_some())
+        .map(|(phrase, days)| (*phrase, *days))?;
+    if days.0 != "next month" {
+        return Some(said.plus_millis(days.1 * DAY));
+    }
+    let date = jiff::Timestamp::from_millisecond(said.as_millis())
+        .ok()?
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .first_of_month()
+        .checked_add(jiff::Span::new().months(1))
+        .ok()?;
+    let start = date.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp();
+    Some(Timestamp::from_millis(start.as_millisecond()))
 }
 
 /// The byte position of `phrase` in `lower` as whole words.
@@ -934,6 +963,25 @@ mod tests {
         assert_eq!(
             rewrite_person("My kids love it.", "Mel", "Caro"),
             "Mel's kids love it."
+        );
+    }
+
+    #[test]
+    fn a_sentence_looking_ahead_refers_to_the_moment_it_names() {
+        let said = Timestamp::parse("2022-04-09T10:00:00Z").unwrap();
+        assert_eq!(
+            ahead("next month we're moving to valparaiso.", said),
+            Some(Timestamp::parse("2022-05-01T00:00:00Z").unwrap())
+        );
+        assert_eq!(
+            ahead("the movers come tomorrow.", said),
+            Some(Timestamp::parse("2022-04-10T10:00:00Z").unwrap())
+        );
+        assert_eq!(ahead("we moved last month.", said), None);
+        let december = Timestamp::parse("2022-12-20T00:00:00Z").unwrap();
+        assert_eq!(
+            ahead("next month i start at initech.", december),
+            Some(Timestamp::parse("2023-01-01T00:00:00Z").unwrap())
         );
     }
 

@@ -1785,3 +1785,33 @@ fn an_end_naming_one_value_of_a_home_ends_it() {
     );
     assert!(!room(&world), "the room in Warsaw is still current");
 }
+
+#[test]
+fn a_move_announced_for_next_month_leaves_the_weeks_between_at_the_old_home() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "I live in Santiago, in Providencia, close to the river.",
+                "2021-06-01",
+            ),
+            (
+                "D1:2",
+                "Next month we're moving to Valparaiso. The ocean views won the argument.",
+                "2022-04-09",
+            ),
+        ],
+    );
+    let between = View::WorldAsOf(Timestamp::parse("2022-04-15").unwrap());
+    let (answer, _) = world.ask(u, a, "Where did Dana live in mid-April 2022?", between);
+    assert!(
+        answer.contains("Santiago") || answer.contains("Providencia"),
+        "{answer:?}"
+    );
+    let after = View::WorldAsOf(Timestamp::parse("2022-06-01").unwrap());
+    let (answer, _) = world.ask(u, a, "Where did Dana live in June 2022?", after);
+    assert!(answer.contains("Valparaiso"), "{answer:?}");
+}
