@@ -174,7 +174,20 @@ fn clauses(text: &str) -> Vec<(String, String)> {
             // Punctuation splits where a space follows: "9:30" and "68,000" stay whole.
             s.split("; ")
                 .flat_map(split_commas)
-                .flat_map(|c| c.split(": "))
+                // What a colon leads in to is what is said: "never delete my allergy
+                // info: I react badly to shellfish", "let me fix that: the gym is
+                // Wednesdays". A lone word after it ("Grindhouse") names the lead-in.
+                .flat_map(|c| {
+                    let parts: Vec<&str> = c.split(": ").collect();
+                    match parts.split_last() {
+                        Some((last, lead))
+                            if !lead.is_empty() && last.split_whitespace().count() >= 2 =>
+                        {
+                            vec![*last]
+                        }
+                        _ => parts,
+                    }
+                })
                 .map(|c| c.trim_end_matches([';', ',', ':']))
                 .flat_map(|c| c.split(" but "))
                 .flat_map(split_and)
@@ -231,7 +244,11 @@ fn split_and(text: &str) -> Vec<&str> {
         let capital = |w: Option<&str>| {
             w.is_some_and(|w| w.starts_with(char::is_uppercase) && w != "I" && !w.starts_with("I'"))
         };
-        if !(capital(before) && capital(after)) {
+        // "between 5 and 8 am" is one span too.
+        let number =
+            |w: Option<&str>| w.is_some_and(|w| w.starts_with(|c: char| c.is_ascii_digit()));
+        let one_span = (capital(before) && capital(after)) || (number(before) && number(after));
+        if !one_span {
             out.push(&text[start..at]);
             start = at + 5;
         }
@@ -806,6 +823,21 @@ mod tests {
             "The Kobo Libra 2 has replaced Julia's"
         );
         assert_eq!(without_old("Nothing old here", &old), "Nothing old here");
+    }
+
+    #[test]
+    fn what_a_colon_leads_in_to_is_the_clause_and_a_range_stays_whole() {
+        let said: Vec<String> =
+            clauses("And never delete my allergy info: I react badly to shellfish.")
+                .into_iter()
+                .map(|(c, _)| c)
+                .collect();
+        assert_eq!(said, ["I react badly to shellfish."]);
+        let said: Vec<String> = clauses("My best writing happens between 5 and 8 am.")
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        assert_eq!(said, ["My best writing happens between 5 and 8 am."]);
     }
 
     #[test]
