@@ -691,6 +691,7 @@ fn scored_attributes(ws: &[String]) -> Vec<(usize, usize, &'static str)> {
 /// Change cues that as often say nothing of a change: "I got a new book", "into
 /// painting", "since then".
 const WEAK_CHANGE_CUES: &[&str] = &[
+    "this year",
     // "Lincoln Middle already has my replacement"; "I'm officially a firefighter".
     "replacement",
     "officially",
@@ -797,8 +798,14 @@ fn announces(text: &str, counts: impl Fn(&str) -> bool) -> bool {
     lexicon_words(&lower)
         .iter()
         .any(|w| CHANGE_CUES.contains(&w.as_str()) && counts(w))
+        || CHANGE_PHRASES
+            .iter()
+            .any(|p| counts(p) && crate::text::find_phrase(&lower, p).is_some())
         || says_the_old_state_ended(&lower)
 }
+
+/// Phrases that announce a change ("my Spotify Wrapped is all K-pop this year").
+const CHANGE_PHRASES: &[&str] = &["this year"];
 
 /// Whether a statement says in so many words that what held before holds no more: a
 /// correction, or "no longer", "not anymore", "from now on".
@@ -1319,6 +1326,7 @@ mod tests {
     #[test]
     fn a_replacement_named_is_a_weak_change() {
         for said in [
+            "My Spotify Wrapped is all K-pop this year.",
             "Lincoln Middle already has my replacement.",
             "I'm officially a firefighter with Station 12.",
         ] {

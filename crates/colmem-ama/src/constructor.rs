@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::change::key_attributes;
 use crate::error::Result;
-use crate::text::{content_words, jaccard, keywords, map_words, sentences, words};
+use crate::text::{content_words, find_phrase, jaccard, keywords, map_words, sentences, words};
 
 /// One dialogue turn as the constructor sees it.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -588,21 +588,6 @@ fn ahead(lower: &str, said: Timestamp) -> Option<Timestamp> {
         .ok()?;
     let start = date.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp();
     Some(Timestamp::from_millis(start.as_millisecond()))
-}
-
-/// The byte position of `phrase` in `lower` as whole words.
-fn find_phrase(lower: &str, phrase: &str) -> Option<usize> {
-    let mut start = 0;
-    while let Some(pos) = lower[start..].find(phrase) {
-        let at = start + pos;
-        let before = lower[..at].chars().next_back();
-        let after = lower[at + phrase.len()..].chars().next();
-        if !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric) {
-            return Some(at);
-        }
-        start = at + phrase.len();
-    }
-    None
 }
 
 const COPULAS: &[&str] = &[

@@ -201,6 +201,21 @@ pub fn jaccard(a: &[String], b: &[String]) -> f64 {
     a.intersection(&b).count() as f64 / union as f64
 }
 
+/// The byte position of `phrase` in `lower` as whole words.
+pub fn find_phrase(lower: &str, phrase: &str) -> Option<usize> {
+    let mut start = 0;
+    while let Some(pos) = lower[start..].find(phrase) {
+        let at = start + pos;
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + phrase.len()..].chars().next();
+        if !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric) {
+            return Some(at);
+        }
+        start = at + phrase.len();
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
