@@ -103,10 +103,16 @@ impl OfflineJudge {
 }
 
 /// A crude stem: the first five characters of a lowercase word, irregular verbs taken
-/// to their base form first ("bought" and "buy" share the stem "buy").
+/// to their base form first ("bought" and "buy" share the stem "buy") and a root of four
+/// letters or more without its "-ing" ("staying" and "stay").
 pub fn stem(word: &str) -> String {
     // "skye's" is about Skye.
     let word = word.strip_suffix("'s").unwrap_or(word);
+    // "staying" is about staying: a root of four letters or more loses its "-ing".
+    let word = match word.strip_suffix("ing") {
+        Some(root) if root.chars().count() >= 4 => root,
+        _ => word,
+    };
     colmem_index::base_form(word)
         .unwrap_or(word)
         .chars()
@@ -278,6 +284,14 @@ impl Judge for OfflineJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_root_of_four_letters_loses_its_ing() {
+        assert_eq!(stem("staying"), stem("stay"));
+        assert_eq!(stem("working"), stem("work"));
+        // "liv" would be no root of "live".
+        assert_eq!(stem("living"), "livin");
+    }
 
     #[test]
     fn a_possessive_has_the_stem_of_its_owner() {
