@@ -811,6 +811,10 @@ impl Answerer for EvidenceSpan {
 mod tests {
     use super::*;
 
+    fn clause_texts(text: &str) -> Vec<String> {
+        clauses(text).into_iter().map(|(c, _)| c).collect()
+    }
+
     #[test]
     fn an_old_value_leaves_with_the_preposition_that_tied_it_in() {
         let old = ["canva".to_owned(), "kindle".to_owned()];
@@ -827,17 +831,14 @@ mod tests {
 
     #[test]
     fn what_a_colon_leads_in_to_is_the_clause_and_a_range_stays_whole() {
-        let said: Vec<String> =
-            clauses("And never delete my allergy info: I react badly to shellfish.")
-                .into_iter()
-                .map(|(c, _)| c)
-                .collect();
-        assert_eq!(said, ["I react badly to shellfish."]);
-        let said: Vec<String> = clauses("My best writing happens between 5 and 8 am.")
-            .into_iter()
-            .map(|(c, _)| c)
-            .collect();
-        assert_eq!(said, ["My best writing happens between 5 and 8 am."]);
+        assert_eq!(
+            clause_texts("And never delete my allergy info: I react badly to shellfish."),
+            ["I react badly to shellfish."]
+        );
+        assert_eq!(
+            clause_texts("My best writing happens between 5 and 8 am."),
+            ["My best writing happens between 5 and 8 am."]
+        );
     }
 
     #[test]
@@ -904,11 +905,10 @@ mod tests {
 
     #[test]
     fn one_word_is_a_clause_when_it_names_something() {
-        let found: Vec<String> = clauses("Typo, sorry! Austria, not Australia. Done.")
-            .into_iter()
-            .map(|(c, _)| c)
-            .collect();
-        assert_eq!(found, ["Austria"]);
+        assert_eq!(
+            clause_texts("Typo, sorry! Austria, not Australia. Done."),
+            ["Austria"]
+        );
     }
 
     #[test]

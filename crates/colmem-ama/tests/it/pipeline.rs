@@ -120,6 +120,13 @@ impl World {
         }
     }
 
+    /// Each of `turns` (speaker, text) said in turn as `D1:1`, `D1:2` … on `date`.
+    fn converse(&self, user: UserId, agent: AgentId, turns: &[(&str, &str)], date: &str) {
+        for (i, (speaker, text)) in turns.iter().enumerate() {
+            self.say(user, agent, &format!("D1:{}", i + 1), speaker, text, date);
+        }
+    }
+
     /// Whether asking `needle` recalls a current fact holding it.
     fn recalls_current_fact(&self, user: UserId, agent: AgentId, needle: &str) -> bool {
         let (_, hits) = self.ask(user, agent, needle, View::Current);
@@ -881,9 +888,7 @@ fn the_reply_to_a_matching_question_is_recalled_with_it() {
             "My friend Ana got married last spring after a long engagement.",
         ),
     ];
-    for (i, (speaker, text)) in turns.iter().enumerate() {
-        world.say(u, a, &format!("D1:{}", i + 1), speaker, text, "2023-06-01");
-    }
+    world.converse(u, a, &turns, "2023-06-01");
     let hits = world.recall_turns(u, a, "How long has Dana been married?", 6);
     assert!(
         hits.iter()
@@ -913,9 +918,7 @@ fn the_reply_to_a_question_about_a_matching_turn_is_recalled_with_it() {
             "The art show is in the old library; my painting hangs by the door.",
         ),
     ];
-    for (i, (speaker, text)) in turns.iter().enumerate() {
-        world.say(u, a, &format!("D1:{}", i + 1), speaker, text, "2023-06-01");
-    }
+    world.converse(u, a, &turns, "2023-06-01");
     // Many turns that share a word with the question outrank the answer, which shares
     // none, unless it is promoted as the reply to a neighbour of a matching turn.
     for i in 0..40 {
@@ -943,9 +946,7 @@ fn a_thread_two_turns_on_from_a_matching_statement_is_recalled_with_it() {
         ("Assistant", "That sounds unforgettable."),
         ("Dana", "I felt tiny and in awe of the universe."),
     ];
-    for (i, (speaker, text)) in turns.iter().enumerate() {
-        world.say(u, a, &format!("D1:{}", i + 1), speaker, text, "2023-06-01");
-    }
+    world.converse(u, a, &turns, "2023-06-01");
     // Turns that share a word with the question outrank the answer, which shares none,
     // unless it is promoted as the thread of the matching turn two turns back.
     for i in 0..40 {
@@ -1716,9 +1717,7 @@ fn an_agent_does_not_close_what_the_user_said() {
             "Ha, at least you had time for coffee. I'll block 9:30 instead.",
         ),
     ];
-    for (i, (speaker, text)) in turns.iter().enumerate() {
-        world.say(u, a, &format!("D1:{}", i + 1), speaker, text, "2023-03-06");
-    }
+    world.converse(u, a, &turns, "2023-03-06");
     let (answer, _) = world.ask(u, a, "What time is Dana's team standup?", View::Current);
     assert!(answer.contains("9:30"), "{answer:?}");
     // The user's correction is still current: the agent's "instead" closed nothing of hers.
