@@ -841,7 +841,6 @@ const END_CUES: &[&str] = &[
     // "I do not miss Charlotte one bit", "not going back to Warsaw".
     "i don't miss",
     "i do not miss",
-    "i won't miss",
     "not going back",
     "never going back",
     "closed down",
@@ -862,7 +861,15 @@ pub fn announces_end(text: &str) -> bool {
     let lower = strip_quoted(&text.to_lowercase());
     let ws = lexicon_words(&lower);
     END_CUES.iter().any(|cue| {
-        if cue.contains(' ') {
+        if cue.ends_with(" miss") {
+            // "I don't miss Charlotte" ends it; "I don't miss a single match" does not.
+            lower.match_indices(cue).any(|(at, _)| {
+                !lower[at + cue.len()..]
+                    .split_whitespace()
+                    .next()
+                    .is_some_and(|w| matches!(w, "a" | "an" | "any" | "one" | "many" | "much"))
+            })
+        } else if cue.contains(' ') {
             lower.contains(cue)
         } else {
             ws.iter().any(|w| w == cue)
@@ -1340,6 +1347,8 @@ mod tests {
         assert!(announces_end("I do not miss Charlotte one bit."));
         assert!(announces_end("I'm not going back to Warsaw."));
         assert!(!announces_end("Don't miss a beat!"));
+        assert!(!announces_end("I don't miss a single Arsenal match."));
+        assert!(!announces_end("I won't miss the party for the world."));
         assert!(!announces_end("I miss Charlotte."));
     }
 

@@ -104,12 +104,16 @@ impl OfflineJudge {
 
 /// A crude stem: the first five characters of a lowercase word, irregular verbs taken
 /// to their base form first ("bought" and "buy" share the stem "buy") and a root of four
-/// letters or more without its "-ing" ("staying" and "stay").
+/// letters or more without its "-ing" or "-ings" ("staying" and "stay", "meetings" and
+/// "meeting").
 pub fn stem(word: &str) -> String {
     // "skye's" is about Skye.
     let word = word.strip_suffix("'s").unwrap_or(word);
     // "staying" is about staying: a root of four letters or more loses its "-ing".
-    let word = match word.strip_suffix("ing") {
+    let word = match word
+        .strip_suffix("ings")
+        .or_else(|| word.strip_suffix("ing"))
+    {
         Some(root) if root.chars().count() >= 4 => root,
         _ => word,
     };
@@ -260,10 +264,13 @@ impl Judge for OfflineJudge {
                     // Under the same key one of them suffices: "not going back to
                     // Warsaw" ends "a room in Warsaw, ten minutes from the Vistula".
                     || (ended && keys_agree && {
+                        // The end must be the statement's own ("I'm not going back to
+                        // Warsaw"), not another sentence of the turn.
+                        let own_end = announces_end(&new.content);
                         let mut held_names = old_values
                             .iter()
                             .filter(|v| !is_item(v) || old_values.iter().all(|o| is_item(o)));
-                        if same_key {
+                        if same_key && own_end {
                             held_names.any(|v| touches(said, v))
                         } else {
                             held_names.all(|v| touches(said, v))
@@ -286,9 +293,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_root_of_four_letters_loses_its_ing() {
+    fn a_root_of_four_letters_loses_its_ing_or_ings() {
         assert_eq!(stem("staying"), stem("stay"));
         assert_eq!(stem("working"), stem("work"));
+        assert_eq!(stem("meetings"), stem("meeting"));
         // "liv" would be no root of "live".
         assert_eq!(stem("living"), "livin");
     }

@@ -945,9 +945,12 @@ impl Pipeline {
         Ok(())
     }
 
-    /// The caller's own raw turn `dialogue_id`, if `filter` admits it.
-    /// Whether every turn `fact` was drawn from was said by `speaker`.
+    /// Whether `fact` was drawn from turns, and every one of them was said by
+    /// `speaker` (a fact written without turns, such as a shared finding, was not).
     fn said_only_by(&self, caller: &Caller<'_>, fact: &Fragment, speaker: &str) -> Result<bool> {
+        if fact.provenance.source.turns.is_empty() {
+            return Ok(false);
+        }
         for id in &fact.provenance.source.turns {
             let said = self
                 .own_turn(caller, caller.filter(), id)?
@@ -959,6 +962,7 @@ impl Pipeline {
         Ok(true)
     }
 
+    /// The caller's own raw turn `dialogue_id`, if `filter` admits it.
     fn own_turn(
         &self,
         caller: &Caller<'_>,

@@ -36,8 +36,7 @@ pub trait Refresher: Send + Sync + std::fmt::Debug {
 
 /// The rule-based refresher: resolves every conflict, recognises forget instructions
 /// with [`forget_instruction`], and targets fragments that mention what is to be
-/// forgotten (by word stems, or by the attribute it names); "the old number" spares
-/// what states the new one.
+/// forgotten (by word stems, or by the attribute it names).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OfflineRefresher;
 
@@ -108,32 +107,17 @@ impl Refresher for OfflineRefresher {
             .flat_map(|f| value_tokens(&f.content))
             .collect();
         let repeats = |f: &Fragment| {
-            // A short number ("+55 21", the country and area code) is shared by the old
-            // phone number and the new one: it repeats nothing.
             let shared: Vec<String> = value_tokens(&f.content)
                 .into_iter()
                 .filter(|v| values.contains(v))
-                .filter(|v| !(v.chars().all(|c| c.is_ascii_digit()) && v.len() < 3))
                 .collect();
             shared.len() >= 2
                 || shared
                     .iter()
                     .any(|v| v.chars().filter(char::is_ascii_digit).count() >= 3)
         };
-        // "Forget the old number": what states the new one is no target.
-        let old_only = instruction
-            .about
-            .iter()
-            .any(|w| matches!(w.as_str(), "old" | "previous" | "former"));
-        let states_new = |f: &Fragment| {
-            old_only
-                && crate::text::words(&f.content)
-                    .iter()
-                    .any(|w| matches!(w.as_str(), "new" | "current" | "now"))
-        };
         Ok(candidates
             .iter()
-            .filter(|f| !states_new(f))
             .filter(|f| {
                 direct.iter().any(|d| d.id == f.id)
                     || (!f.provenance.source.turns.is_empty()

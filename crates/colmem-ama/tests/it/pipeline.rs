@@ -1228,39 +1228,6 @@ fn a_forget_instruction_leaves_what_only_mentions_its_attribute_in_passing() {
 }
 
 #[test]
-fn forgetting_the_old_number_keeps_the_new_one() {
-    let (world, u, a) = one_pair();
-    world.dana_says(
-        u,
-        a,
-        &[
-            (
-                "D1:1",
-                "My old phone number was +55 21 98765 4321; I'm switching carriers.",
-                "2023-01-05",
-            ),
-            (
-                "D1:2",
-                "The switch is done and my new number is +55 21 91234 0000.",
-                "2023-01-20",
-            ),
-            (
-                "D1:3",
-                "Please forget the old number completely. Keep only the new one.",
-                "2023-01-21",
-            ),
-        ],
-    );
-    let left: Vec<String> = stored(&world, u, a)
-        .into_iter()
-        .filter(|f| f.granularity != Granularity::Episode)
-        .map(|f| f.content)
-        .collect();
-    assert!(!left.iter().any(|c| c.contains("98765")), "{left:?}");
-    assert!(left.iter().any(|c| c.contains("91234 0000")), "{left:?}");
-}
-
-#[test]
 fn recall_is_refused_after_revocation() {
     let (mut world, u, a) = one_pair();
     world.dana_says(
