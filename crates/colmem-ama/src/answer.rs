@@ -315,9 +315,12 @@ fn looks_past(clause: &str) -> bool {
     let ws = crate::text::words(clause);
     ws.iter().any(|w| PAST_MARKERS.contains(&w.as_str()))
         // "not a PM any more", "no more night shifts".
-        || ws
-            .windows(2)
-            .any(|p| matches!(p[0].as_str(), "any" | "no") && p[1] == "more")
+        // ("no more than two coffees" is a limit).
+        || (1..ws.len()).any(|i| {
+            matches!(ws[i - 1].as_str(), "any" | "no")
+                && ws[i] == "more"
+                && ws.get(i + 1).is_none_or(|w| w != "than")
+        })
 }
 
 /// How much a correcting clause ("it's United, not Delta") outranks what it corrects.
@@ -846,6 +849,7 @@ mod tests {
         assert!(looks_past("Leila is not a PM any more."));
         assert!(looks_past("no more night shifts"));
         assert!(!looks_past("Leila wants more coffee"));
+        assert!(!looks_past("no more than two coffees a day"));
     }
 
     #[test]
