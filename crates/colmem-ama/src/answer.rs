@@ -130,9 +130,7 @@ impl Asked<'_> {
     /// "country" of "Which country did Lukas grow up in?".
     fn support(&self, clause: &str) -> f64 {
         let mut have: Vec<String> = content_words(clause).iter().map(|w| stem(w)).collect();
-        let member = crate::text::words(clause)
-            .iter()
-            .any(|w| self.members.contains(&w.as_str()));
+        let member = self.names_member(clause);
         if member {
             have.extend(self.category.iter().cloned());
         }
@@ -157,6 +155,13 @@ impl Asked<'_> {
             .skip(1)
             .any(|w| w.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit()));
         base + about + if names { 0.1 } else { 0.0 }
+    }
+
+    /// Whether a clause names a member of the asked category.
+    fn names_member(&self, clause: &str) -> bool {
+        crate::text::words(clause)
+            .iter()
+            .any(|w| self.members.contains(&w.as_str()))
     }
 
     /// A clause's support, or the share of its sentence's support it inherits.
@@ -411,17 +416,12 @@ fn within_old(value: &str, old: &[String]) -> bool {
         .any(|o| value.split(' ').all(|w| o.split(' ').any(|x| x == w)))
 }
 
-/// The content stems of what a replaced fact said, its person aside.
-fn said_of(fragment: &Fragment) -> Vec<String> {
-    let person = fragment
-        .key
-        .as_deref()
-        .and_then(|k| k.split('/').next())
-        .map(stem);
-    content_words(body(fragment))
+/// The content stems of `text`, those of the people in `apart` aside.
+fn content_stems(text: &str, apart: &[String]) -> Vec<String> {
+    content_words(text)
         .iter()
         .map(|w| stem(w))
-        .filter(|w| Some(w) != person.as_ref())
+        .filter(|w| !apart.contains(w))
         .collect()
 }
 
@@ -684,11 +684,20 @@ impl Answerer for EvidenceSpan {
                 .iter()
                 .map(|(c, s)| asked.support_in(c, s))
                 .fold(0.0, f64::max);
+            // What it said, its person aside.
+            let person: Vec<String> = r
+                .key
+                .as_deref()
+                .and_then(|k| k.split('/').next())
+                .map(stem)
+                .into_iter()
+                .collect();
+            let said = content_stems(body(r), &person);
             let mut next = r.superseded_by;
             // At most one step per replaced fact: a cycle cannot hold it up.
             for _ in 0..=replaced.len() {
                 let Some(id) = next else { break };
-                successors.push((id, own, said_of(r)));
+                successors.push((id, own, said.clone()));
                 next = replaced
                     .iter()
                     .find(|f| f.id == id)
@@ -703,16 +712,10 @@ impl Answerer for EvidenceSpan {
                 .map(|(_, best)| *best)
                 .fold(0.0, f64::max);
             let values = named(&clause, &names);
-            let member = crate::text::words(&clause)
-                .iter()
-                .any(|w| asked.members.contains(&w.as_str()));
+            let member = asked.names_member(&clause);
             // A member of the asked category is new as much as a named value is.
             let names_new = member || values.iter().any(|v| !within_old(v, &old));
-            let stems: Vec<String> = content_words(&clause)
-                .iter()
-                .map(|w| stem(w))
-                .filter(|w| !person_stems.contains(w))
-                .collect();
+            let stems = content_stems(&clause, &person_stems);
             // A successor's clause inherits when it names a new value, or restates what
             // the replaced fact said in a word of its own ("pistachio is my flavour
             // now" after "Chocolate is my ice cream flavour"). What the successor says
@@ -896,11 +899,10 @@ mod tests {
             split_and("The florist is Petal and Stem and the cake is from Crumbs"),
             ["The florist is Petal and Stem", "the cake is from Crumbs"]
         );
-        let found: Vec<String> = clauses("Paris is lovely, and I'm learning French.")
-            .into_iter()
-            .map(|(c, _)| c)
-            .collect();
-        assert_eq!(found, ["Paris is lovely", "I'm learning French."]);
+        assert_eq!(
+            clause_texts("Paris is lovely, and I'm learning French."),
+            ["Paris is lovely", "I'm learning French."]
+        );
         assert_eq!(
             split_and("I moved to Paris and I love it"),
             ["I moved to Paris", "I love it"]

@@ -575,41 +575,43 @@ pub fn attributes(text: &str) -> Vec<&'static str> {
 }
 
 /// The lexicon words of a text, read for its attributes: a living earned is a job ("what
-/// does Nora do for a living?"), not a home.
+/// does Nora do for a living?") and a flat white a coffee, not a home; one's own place
+/// is a home.
 fn attribute_words(text: &str) -> Vec<String> {
-    let mut ws = lexicon_words(text);
-    for i in 2..ws.len() {
-        if ws[i] == "living"
-            && ws[i - 1] == "a"
-            && matches!(
-                ws[i - 2].as_str(),
-                "for"
-                    | "earn"
-                    | "earns"
-                    | "earned"
-                    | "earning"
-                    | "make"
-                    | "makes"
-                    | "made"
-                    | "making"
-            )
-        {
-            ws[i] = "job".to_owned();
-        }
-    }
-    // A flat white is a coffee, not a home.
-    for i in 0..ws.len().saturating_sub(1) {
-        if ws[i] == "flat" && ws[i + 1] == "white" {
-            ws[i] = "coffee".to_owned();
-        }
-    }
-    // "Got my own place in Casablanca" is a home.
-    for i in 1..ws.len() {
-        if ws[i] == "place" && ws[i - 1] == "own" {
-            ws[i] = "home".to_owned();
-        }
-    }
-    ws
+    let ws = lexicon_words(text);
+    let at = |i: usize| ws.get(i).map(String::as_str);
+    (0..ws.len())
+        .map(|i| {
+            let before = |k: usize| i.checked_sub(k).and_then(at);
+            let sense = match ws[i].as_str() {
+                "living"
+                    if before(1) == Some("a")
+                        && matches!(
+                            before(2),
+                            Some(
+                                "for"
+                                    | "earn"
+                                    | "earns"
+                                    | "earned"
+                                    | "earning"
+                                    | "make"
+                                    | "makes"
+                                    | "made"
+                                    | "making"
+                            )
+                        ) =>
+                {
+                    "job"
+                }
+                // A flat white is a coffee, not a home.
+                "flat" if at(i + 1) == Some("white") => "coffee",
+                // "Got my own place in Casablanca" is a home.
+                "place" if before(1) == Some("own") => "home",
+                w => w,
+            };
+            sense.to_owned()
+        })
+        .collect()
 }
 
 /// The attributes a fact is keyed by: [`attributes`], without the lexicon words that
@@ -691,6 +693,7 @@ fn scored_attributes(ws: &[String]) -> Vec<(usize, usize, &'static str)> {
 /// Change cues that as often say nothing of a change: "I got a new book", "into
 /// painting", "since then".
 const WEAK_CHANGE_CUES: &[&str] = &[
+    // A phrase of [`CHANGE_PHRASES`].
     "this year",
     // "Lincoln Middle already has my replacement"; "I'm officially a firefighter".
     "replacement",

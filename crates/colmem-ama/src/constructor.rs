@@ -364,16 +364,17 @@ impl Constructor for OfflineConstructor {
                 }
             }
         }
+        let (facts, profile) = if self.draws_facts_from(turn) {
+            (self.facts(turn), self.profile(turn))
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let mut out = Construction {
             raw: vec![raw],
-            facts: Vec::new(),
-            profile: Vec::new(),
+            facts,
+            profile,
             episodes: Vec::new(),
         };
-        if self.draws_facts_from(turn) {
-            out.facts = self.facts(turn);
-            out.profile = self.profile(turn);
-        }
         let same_session = open_episode
             .last()
             .is_none_or(|t| t.session == turn.session);
@@ -572,21 +573,24 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
 /// the next day.
 fn ahead(lower: &str, said: Timestamp) -> Option<Timestamp> {
     const DAY: i64 = 86_400_000;
-    let days = [("tomorrow", 1), ("next week", 7), ("next month", 0)]
-        .iter()
-        .find(|(phrase, _)| find_phrase(lower, phrase).is_some())
-        .map(|(phrase, days)| (*phrase, *days))?;
-    if days.0 != "next month" {
-        return Some(said.plus_millis(days.1 * DAY));
+    if find_phrase(lower, "tomorrow").is_some() {
+        return Some(said.plus_millis(DAY));
     }
-    let date = jiff::Timestamp::from_millisecond(said.as_millis())
+    if find_phrase(lower, "next week").is_some() {
+        return Some(said.plus_millis(7 * DAY));
+    }
+    find_phrase(lower, "next month")?;
+    let next_month = jiff::Timestamp::from_millisecond(said.as_millis())
         .ok()?
         .to_zoned(jiff::tz::TimeZone::UTC)
         .date()
         .first_of_month()
         .checked_add(jiff::Span::new().months(1))
         .ok()?;
-    let start = date.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp();
+    let start = next_month
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .ok()?
+        .timestamp();
     Some(Timestamp::from_millis(start.as_millisecond()))
 }
 
