@@ -10,7 +10,7 @@
 //! - `past`: asked as a history read at the question's world date; the answer must hold
 //!   the value of that time;
 //! - `forgotten`: after the user's explicit forget instruction, nothing recalled may hold
-//!   the forgotten value.
+//!   the forgotten value, in the current view or in a history read of every version.
 //!
 //! Recall (an expected value anywhere in the recalled fragments) is reported beside
 //! accuracy.
@@ -241,7 +241,19 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
             };
             let (correct, recalled) = match question.kind {
                 QuestionKind::Forgotten => {
-                    let clean = !hits.iter().any(|h| any_stale(&h.fragment.content));
+                    // Nor may a history read recall it: past versions are forgotten too.
+                    let history = pipeline.recall(
+                        &caller,
+                        &question.ask,
+                        &RecallOptions {
+                            view: View::AllVersions,
+                            ..RecallOptions::default()
+                        },
+                    )?;
+                    let clean = !hits
+                        .iter()
+                        .chain(&history.hits)
+                        .any(|h| any_stale(&h.fragment.content));
                     (clean, clean)
                 }
                 _ => (

@@ -919,6 +919,8 @@ pub struct ForgetInstruction {
     pub everything: bool,
     /// The content words naming what to forget (empty when `everything`).
     pub about: Vec<String>,
+    /// Only what was replaced: "forget my old number" keeps the current one.
+    pub past: bool,
 }
 
 // invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
@@ -1152,9 +1154,17 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
     }
     Some(ForgetInstruction {
         everything,
+        past: !everything && PAST_VALUE.is_match(&topic),
         about: if everything { Vec::new() } else { about },
     })
 }
+
+// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
+#[allow(clippy::expect_used)]
+static PAST_VALUE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:my|the|our|his|her|their|that|those)\s+(?:old|previous|former|prior)\s+[a-z]")
+        .expect("constant pattern") // invariant: a constant, valid pattern
+});
 
 fn topic_words(text: &str) -> Vec<String> {
     content_words(text)
@@ -1222,6 +1232,8 @@ const FORGET_FILLER: &[&str] = &[
     "about",
     "anywhere",
     "completely",
+    "entirely",
+    "altogether",
     "ever",
     "everything",
     "from",
@@ -1569,6 +1581,8 @@ mod tests {
     fn forget_instructions() {
         let f = forget_instruction("Please forget my home address.").unwrap();
         assert_eq!(f.about, vec!["home", "address"]);
+        let f = forget_instruction("Actually, forget my phone number altogether.").unwrap();
+        assert_eq!(f.about, vec!["phone", "number"]);
         assert!(
             forget_instruction("Forget everything I told you.")
                 .unwrap()
@@ -1602,6 +1616,21 @@ mod tests {
             forget_instruction("I'll tell them myself. Lose the note about the Wi-Fi password.")
                 .unwrap();
         assert!(f.about.contains(&"password".to_owned()), "{f:?}");
+    }
+
+    #[test]
+    fn a_forget_instruction_may_ask_for_the_replaced_value_only() {
+        for (text, past) in [
+            ("Please forget the old number completely.", true),
+            ("Delete my previous address, I live elsewhere now.", true),
+            ("Forget my former employer's name.", true),
+            ("Forget my number.", false),
+            ("Forget how old my son is.", false),
+            ("Forget everything about my old flat.", true),
+        ] {
+            let f = forget_instruction(text).unwrap();
+            assert_eq!(f.past, past, "{text}: {f:?}");
+        }
     }
 
     #[test]

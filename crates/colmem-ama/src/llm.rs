@@ -814,6 +814,8 @@ struct ForgetAnswer {
     everything: bool,
     #[serde(default)]
     about: Vec<String>,
+    #[serde(default)]
+    past: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -827,9 +829,10 @@ fn forget_schema() -> Value {
         "properties": {
             "forget": { "type": "boolean" },
             "everything": { "type": "boolean" },
-            "about": { "type": "array", "items": { "type": "string" } }
+            "about": { "type": "array", "items": { "type": "string" } },
+            "past": { "type": "boolean" }
         },
-        "required": ["forget", "everything", "about"]
+        "required": ["forget", "everything", "about", "past"]
     })
 }
 
@@ -902,6 +905,7 @@ impl Refresher for LlmRefresher {
             return Ok(Some(ForgetInstruction {
                 everything: true,
                 about: Vec::new(),
+                past: false,
             }));
         }
         let mut about: Vec<String> = Vec::new();
@@ -919,6 +923,7 @@ impl Refresher for LlmRefresher {
         Ok(Some(ForgetInstruction {
             everything: false,
             about,
+            past: answer.past,
         }))
     }
 
@@ -938,9 +943,14 @@ impl Refresher for LlmRefresher {
             TARGETS,
             &[
                 ("about", quoted(&instruction.about.join(" "))),
+                ("past", instruction.past.to_string()),
                 (
                     "candidates",
-                    lines(candidates.iter().map(|f| fragment_line(f))),
+                    lines(candidates.iter().map(|f| {
+                        let mut line = fragment_line(f);
+                        line["past"] = Value::Bool(f.superseded_by.is_some());
+                        line
+                    })),
                 ),
             ],
             ids_schema("targets"),
@@ -1047,7 +1057,7 @@ const PROMPTS: [(&str, &str, &[&str]); 9] = [
     ("conflicts", CONFLICTS, &["new", "held"]),
     ("resolve", RESOLVE, &["new", "conflicts"]),
     ("forget", FORGET, &["input"]),
-    ("targets", TARGETS, &["about", "candidates"]),
+    ("targets", TARGETS, &["about", "past", "candidates"]),
     ("answer", ANSWER, &["question", "evidence"]),
 ];
 

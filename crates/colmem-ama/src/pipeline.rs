@@ -5,7 +5,8 @@
 //! A fact that the [`Judge`] finds in conflict with held facts goes to the
 //! [`Refresher`], which closes the stale versions in favour of the new one; an agent's
 //! turn is judged only against what that agent said. An explicit forget instruction in
-//! the user's own input deletes what it names.
+//! the user's own input deletes what it names, past versions included ("the old number"
+//! names only the past ones); retention deletes past versions too.
 //!
 //! Read path: query → [`Retriever`] plan → hybrid search with the read filter and the
 //! granularity inside → [`Judge`] relevance → at most `rounds` more rounds, on another
@@ -399,7 +400,8 @@ impl Pipeline {
         if turn.origin == Origin::User
             && let Some(instruction) = self.roles.refresher.forget_request(&turn.text)?
         {
-            let mine = self.own_fragments(caller, None, None)?;
+            // Past versions too: a history read must not recall what was forgotten.
+            let mine = self.own_fragments(caller, View::AllVersions, None, None)?;
             let candidates: Vec<&Fragment> = mine.iter().collect();
             let targets = self
                 .roles
@@ -554,7 +556,8 @@ impl Pipeline {
         };
         let cutoff = caller.now().as_millis().saturating_sub(limit);
         let mut deleted = Vec::new();
-        for f in self.own_fragments(caller, None, None)? {
+        // Past versions too: retention holds for history.
+        for f in self.own_fragments(caller, View::AllVersions, None, None)? {
             if f.provenance.created_at.as_millis() < cutoff {
                 self.delete(caller, &f)?;
                 deleted.push(f.id);
@@ -802,15 +805,17 @@ impl Pipeline {
         Ok(out)
     }
 
-    /// The caller's own fragments (not other users' shared ones) that it can read now.
+    /// The caller's own fragments (not other users' shared ones) that it can read now,
+    /// in `view`.
     fn own_fragments(
         &self,
         caller: &Caller<'_>,
+        view: View,
         key: Option<String>,
         granularity: Option<Granularity>,
     ) -> Result<Vec<Fragment>> {
         let mut out = self.store.list(
-            caller.filter(),
+            &caller.filter().clone().with_view(view),
             &ListQuery {
                 key,
                 granularity,
@@ -832,7 +837,12 @@ impl Pipeline {
         said: &str,
     ) -> Result<Vec<Fragment>> {
         let mut held = match &memory.key {
-            Some(key) => self.own_fragments(caller, Some(key.clone()), Some(Granularity::Fact))?,
+            Some(key) => self.own_fragments(
+                caller,
+                View::Current,
+                Some(key.clone()),
+                Some(Granularity::Fact),
+            )?,
             None => Vec::new(),
         };
         let Some(speaker) = &memory.speaker else {
@@ -909,7 +919,8 @@ impl Pipeline {
         // The profile entries drawn from what a stale fact said are stale with it. One
         // closed earlier in this turn may still be listed (the caller's filter was
         // compiled before it): its row says so.
-        let profile = self.own_fragments(caller, None, Some(Granularity::Profile))?;
+        let profile =
+            self.own_fragments(caller, View::Current, None, Some(Granularity::Profile))?;
         for entry in profile
             .iter()
             .filter(|p| p.superseded_by.is_none() && olds.iter().any(|old| drawn_from(p, old)))
@@ -927,8 +938,9 @@ impl Pipeline {
 
     /// Deletes one fragment after the delete rule: the caller can read it and could
     /// write a fragment of its scope.
+    /// Deletes `fragment`, a current or a past version the caller can read.
     fn delete(&self, caller: &Caller<'_>, fragment: &Fragment) -> Result<()> {
-        if !caller.can_read(fragment) {
+        if !caller.can_read_history(fragment) {
             return Err(colmem_core::Forbidden {
                 denial: colmem_core::Denial::NotReadable,
             }

@@ -16,6 +16,7 @@ use crate::change::{ForgetInstruction, attributes, forget_instruction, main_attr
 use crate::constructor::Memory;
 use crate::error::Result;
 use crate::judge::{Conflict, coverage};
+use crate::text::words;
 
 /// The Refresher role.
 pub trait Refresher: Send + Sync + std::fmt::Debug {
@@ -61,6 +62,9 @@ fn value_tokens(text: &str) -> Vec<String> {
 /// Stem coverage of the instruction's words from which a fragment is a target.
 const TARGET_COVERAGE: f64 = 0.5;
 
+/// Words with which a fragment calls its value a past one ("my old number was …").
+const PAST_VERSION_WORDS: &[&str] = &["old", "previous", "former", "prior"];
+
 impl Refresher for OfflineRefresher {
     fn resolve(&self, _new: &Memory, conflicts: &[Conflict]) -> Result<Vec<FragmentId>> {
         Ok(conflicts.iter().map(|c| c.stale).collect())
@@ -92,6 +96,22 @@ impl Refresher for OfflineRefresher {
                         && main_attributes(&f.content).iter().any(|a| named.contains(a)))
             })
             .collect();
+        // "The old number": when the targets hold a past version (one superseded, or
+        // one that calls itself old: "my old number was …"), only the past versions go,
+        // and what they share with the current ones (the country code) names nothing
+        // forgotten.
+        let past = |f: &&Fragment| {
+            f.superseded_by.is_some()
+                || words(&f.content).iter().any(|w| {
+                    PAST_VERSION_WORDS.contains(&w.as_str()) && instruction.about.contains(w)
+                })
+        };
+        let (direct, kept): (Vec<&Fragment>, Vec<&Fragment>) =
+            if instruction.past && direct.iter().any(past) {
+                direct.into_iter().partition(past)
+            } else {
+                (direct, Vec::new())
+            };
         // What was drawn from the same turns goes too: a fact of a forgotten turn would
         // otherwise keep what the user asked to forget. Not the turns of an episode:
         // they are a whole session.
@@ -102,9 +122,12 @@ impl Refresher for OfflineRefresher {
             .collect();
         // And what repeats the forgotten values elsewhere (an assistant echoing the
         // number, an episode summary): two of their names, or one long number.
+        let kept_values: HashSet<String> =
+            kept.iter().flat_map(|f| value_tokens(&f.content)).collect();
         let values: HashSet<String> = direct
             .iter()
             .flat_map(|f| value_tokens(&f.content))
+            .filter(|v| !kept_values.contains(v))
             .collect();
         let repeats = |f: &Fragment| {
             let shared: Vec<String> = value_tokens(&f.content)

@@ -551,6 +551,7 @@ fn refresher_resolves_recognises_forgetting_and_targets() {
         ForgetInstruction {
             everything: false,
             about: vec!["gym".to_owned(), "membership".to_owned()],
+            past: false,
         }
     );
     assert_eq!(
@@ -560,13 +561,15 @@ fn refresher_resolves_recognises_forgetting_and_targets() {
         None
     );
 
+    let mut moved = fragment(22, Granularity::Fact, "Dana lives in Porto.");
+    moved.superseded_by = Some(FragmentId(24));
     let stored = [
         fragment(
             21,
             Granularity::Fact,
             "Dana has a gym membership at FitLab.",
         ),
-        fragment(22, Granularity::Fact, "Dana lives in Porto."),
+        moved,
         fragment(
             23,
             Granularity::RawTurn,
@@ -576,10 +579,25 @@ fn refresher_resolves_recognises_forgetting_and_targets() {
     let refs: Vec<&Fragment> = stored.iter().collect();
     let targets = refresher.forget_targets(&instruction, &refs).unwrap();
     assert_eq!(targets, vec![FragmentId(21), FragmentId(23)]);
+    // The model sees which candidates are past versions, and whether only those are meant.
+    let prompt = &spy.requests()[3].messages[1].content;
+    assert!(
+        prompt.contains("replaced values (the current ones stay): false"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(r#""id":22,"kind":"fact","past":true"#),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(r#""id":21,"kind":"fact","past":false"#),
+        "{prompt}"
+    );
 
     let everything = ForgetInstruction {
         everything: true,
         about: Vec::new(),
+        past: false,
     };
     assert_eq!(
         refresher.forget_targets(&everything, &refs).unwrap(),
@@ -623,6 +641,7 @@ fn forget_targets_outside_the_candidates_are_refused() {
     let instruction = ForgetInstruction {
         everything: false,
         about: vec!["gym".to_owned()],
+        past: false,
     };
     contract(
         refresher.forget_targets(&instruction, &refs),
@@ -806,6 +825,7 @@ fn the_schema_goes_to_servers_that_take_one() {
         Some(ForgetInstruction {
             everything: true,
             about: Vec::new(),
+            past: false,
         })
     );
     let request = &spy.requests()[0];
@@ -813,7 +833,7 @@ fn the_schema_goes_to_servers_that_take_one() {
     assert_eq!(schema.name, "colmem_ama_forget");
     assert_eq!(
         schema.schema["required"],
-        serde_json::json!(["forget", "everything", "about"])
+        serde_json::json!(["forget", "everything", "about", "past"])
     );
     assert_eq!(
         request.messages.len(),

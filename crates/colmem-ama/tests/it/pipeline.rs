@@ -1159,6 +1159,118 @@ fn only_the_users_own_instruction_deletes() {
 }
 
 #[test]
+fn a_forget_instruction_deletes_the_past_versions_too() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "I live in Leeds, in a flat near the station.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "Big news: I moved to Bristol last week.",
+                "2023-03-06",
+            ),
+        ],
+    );
+    let (_, before) = world.ask(u, a, "Where did Dana live?", View::AllVersions);
+    assert!(
+        before
+            .iter()
+            .any(|f| f.content.contains("Leeds") && f.superseded_by.is_some()),
+        "the move keeps the old home as a past version: {before:?}"
+    );
+    world.dana_says(
+        u,
+        a,
+        &[("D1:3", "Please forget where I live.", "2023-03-07")],
+    );
+    let caller = world.caller(u, a).unwrap();
+    let every_version = caller.filter().clone().with_view(View::AllVersions);
+    let left = world
+        .store
+        .list(&every_version, &colmem_store::ListQuery::default())
+        .unwrap();
+    assert!(
+        !left
+            .iter()
+            .any(|f| f.content.contains("Leeds") || f.content.contains("Bristol")),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn forgetting_the_old_value_keeps_the_current_one() {
+    let every_version = |world: &World, u, a| {
+        let caller = world.caller(u, a).unwrap();
+        let filter = caller.filter().clone().with_view(View::AllVersions);
+        world
+            .store
+            .list(&filter, &colmem_store::ListQuery::default())
+            .unwrap()
+            .into_iter()
+            .map(|f| f.content)
+            .collect::<Vec<String>>()
+    };
+    // The old value replaced by the new one.
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "My phone number is +44 20 7946 0018.", "2023-01-05"),
+            (
+                "D1:2",
+                "I switched carriers, my phone number is +44 20 7946 0342 now.",
+                "2023-01-06",
+            ),
+            ("D1:3", "Please forget the old number.", "2023-01-07"),
+        ],
+    );
+    let left = every_version(&world, u, a);
+    assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("0342")), "{left:?}");
+    // The old value that calls itself old.
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "My old phone number was +44 20 7946 0018; I'm switching carriers.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "The switch is done and my new number is +44 20 7946 0342.",
+                "2023-01-06",
+            ),
+            ("D1:3", "Please forget the old number.", "2023-01-07"),
+        ],
+    );
+    let left = every_version(&world, u, a);
+    assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("0342")), "{left:?}");
+    // Without "old", every version goes.
+    world.dana_says(
+        u,
+        a,
+        &[(
+            "D1:4",
+            "Actually, forget my phone number altogether.",
+            "2023-01-08",
+        )],
+    );
+    let left = every_version(&world, u, a);
+    assert!(!left.iter().any(|c| c.contains("0342")), "{left:?}");
+}
+
+#[test]
 fn a_forget_instruction_naming_an_attribute_deletes_what_is_about_it_among_other_things() {
     let (world, u, a) = one_pair();
     // About a diagnosis, and about the doctor (work) and a visit (schedule) too.

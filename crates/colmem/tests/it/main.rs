@@ -524,12 +524,21 @@ fn retention_deletes_a_sessions_old_fragments() {
     setup(&memory);
     let session = memory.session(user("alice"), agent("planner")).unwrap();
     let written = session
-        .remember(&turn(
-            "D1:1",
-            "alice",
-            "I park my car on level three of the garage.",
-        ))
+        .remember(&turn("D1:1", "alice", "I live in Leeds, near the station."))
         .unwrap();
+    // The move keeps the old home as a past version: retention holds for it too.
+    session
+        .remember(&turn("D1:2", "alice", "Big news: I moved to Bristol."))
+        .unwrap();
+    let history = RecallOptions {
+        view: View::AllVersions,
+        ..RecallOptions::default()
+    };
+    let past = session.recall("Leeds", &history).unwrap().hits;
+    assert!(
+        past.iter().any(|h| h.fragment.superseded_by.is_some()),
+        "{past:?}"
+    );
     tick(&memory);
     assert!(
         session.enforce_retention().unwrap().is_empty(),
@@ -542,14 +551,10 @@ fn retention_deletes_a_sessions_old_fragments() {
         written.written.iter().all(|id| deleted.contains(id)),
         "{deleted:?} {written:?}"
     );
-    let seen = contents(
-        &memory,
-        "alice",
-        "planner",
-        "car garage level",
-        View::Current,
-    );
-    assert!(seen.is_empty(), "{seen:?}");
+    for view in [View::Current, View::AllVersions] {
+        let seen = contents(&memory, "alice", "planner", "Leeds Bristol station", view);
+        assert!(seen.is_empty(), "{view:?}: {seen:?}");
+    }
 }
 
 #[test]
