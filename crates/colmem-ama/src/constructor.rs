@@ -538,8 +538,9 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
             .map(|ts| (ts.to_zoned(jiff::tz::TimeZone::UTC).year() as i64 + delta).to_string())
             .unwrap_or_default()
     };
-    let month_of = |days: i64| {
-        let full = at(days);
+    // The calendar month, not 30 days: "last month" said on 31 March is February.
+    let month_of = |months: i64| {
+        let full = first_of_month(said, months).map_or_else(|| at(months * 30), human_date);
         full.split_once(' ')
             .map(|(_, rest)| rest.to_owned())
             .unwrap_or(full)
@@ -554,9 +555,9 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
         ("last week", format!("in the week before {}", at(0))),
         ("next week", format!("in the week after {}", at(0))),
         ("last weekend", format!("on the weekend before {}", at(0))),
-        ("last month", format!("in {}", month_of(-30))),
+        ("last month", format!("in {}", month_of(-1))),
         ("last year", format!("in {}", year(-1))),
-        ("next month", format!("in {}", month_of(30))),
+        ("next month", format!("in {}", month_of(1))),
     ];
     let mut out = sentence.to_owned();
     for (phrase, absolute) in replacements.iter() {
@@ -580,14 +581,18 @@ fn ahead(lower: &str, said: Timestamp) -> Option<Timestamp> {
         return Some(said.plus_millis(7 * DAY));
     }
     find_phrase(lower, "next month")?;
-    let next_month = jiff::Timestamp::from_millisecond(said.as_millis())
+    first_of_month(said, 1)
+}
+
+/// The first moment (UTC) of the month `months` after the one `said` falls in.
+fn first_of_month(said: Timestamp, months: i64) -> Option<Timestamp> {
+    let start = jiff::Timestamp::from_millisecond(said.as_millis())
         .ok()?
         .to_zoned(jiff::tz::TimeZone::UTC)
         .date()
         .first_of_month()
-        .checked_add(jiff::Span::new().months(1))
-        .ok()?;
-    let start = next_month
+        .checked_add(jiff::Span::new().months(months))
+        .ok()?
         .to_zoned(jiff::tz::TimeZone::UTC)
         .ok()?
         .timestamp();
@@ -971,6 +976,25 @@ mod tests {
         assert_eq!(
             ahead("next month i start at initech.", december),
             Some(Timestamp::parse("2023-01-01T00:00:00Z").unwrap())
+        );
+    }
+
+    #[test]
+    fn a_month_named_relatively_is_the_calendar_month() {
+        let end_of_january = Timestamp::parse("2023-01-31T12:00:00Z").unwrap();
+        assert_eq!(
+            absolutise_dates("We move next month.", end_of_january),
+            "We move in February 2023."
+        );
+        let end_of_march = Timestamp::parse("2023-03-31T12:00:00Z").unwrap();
+        assert_eq!(
+            absolutise_dates("I started last month.", end_of_march),
+            "I started in February 2023."
+        );
+        let january = Timestamp::parse("2023-01-05T12:00:00Z").unwrap();
+        assert_eq!(
+            absolutise_dates("I started last month.", january),
+            "I started in December 2022."
         );
     }
 

@@ -59,6 +59,16 @@ fn value_tokens(text: &str) -> Vec<String> {
     out
 }
 
+/// Whether a value is a number of three digits or more that is not a year: one such
+/// number shared is a repeat of it ("2019" is said of many things).
+fn long_number(value: &str) -> bool {
+    let year = value.len() == 4
+        && value
+            .parse::<u32>()
+            .is_ok_and(|y| (1900..=2099).contains(&y));
+    !year && value.chars().filter(char::is_ascii_digit).count() >= 3
+}
+
 /// Stem coverage of the instruction's words from which a fragment is a target.
 const TARGET_COVERAGE: f64 = 0.5;
 
@@ -134,10 +144,7 @@ impl Refresher for OfflineRefresher {
                 .into_iter()
                 .filter(|v| values.contains(v))
                 .collect();
-            shared.len() >= 2
-                || shared
-                    .iter()
-                    .any(|v| v.chars().filter(char::is_ascii_digit).count() >= 3)
+            shared.len() >= 2 || shared.iter().any(|v| long_number(v))
         };
         Ok(candidates
             .iter()

@@ -1204,6 +1204,34 @@ fn a_forget_instruction_deletes_the_past_versions_too() {
 }
 
 #[test]
+fn a_forgotten_year_is_no_repeat_of_what_else_happened_that_year() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "My passport number is X4471829, issued in 2019.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "We visited Rome in 2019 and loved it.",
+                "2023-01-06",
+            ),
+            ("D1:3", "Please forget my passport number.", "2023-01-07"),
+        ],
+    );
+    let left: Vec<String> = stored(&world, u, a)
+        .into_iter()
+        .map(|f| f.content)
+        .collect();
+    assert!(!left.iter().any(|c| c.contains("X4471829")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("Rome")), "{left:?}");
+}
+
+#[test]
 fn forgetting_the_old_value_keeps_the_current_one() {
     let every_version = |world: &World, u, a| {
         let caller = world.caller(u, a).unwrap();
