@@ -1119,6 +1119,9 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
         }
         found?
     };
+    // Past the comma, the sentence may still ask for the new value too ("the old
+    // number, and the new one too").
+    let past = asks_for_past_only(&rest);
     // The object ends at the first comma ("forget it, please"; "… my plan to quit,
     // don't keep that").
     let rest = rest.split(',').next().unwrap_or_default().trim();
@@ -1154,17 +1157,37 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
     }
     Some(ForgetInstruction {
         everything,
-        past: !everything && PAST_VALUE.is_match(&topic),
+        past: !everything && past,
         about: if everything { Vec::new() } else { about },
     })
 }
 
-// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
+/// Words with which a forget instruction names an earlier value ("my old number"), and
+/// with which a text calls its value a past one ("my old number was …").
+pub const PAST_WORDS: &[&str] = &["old", "previous", "former", "prior"];
+
+// invariant: the pattern is built from constant words and is valid.
 #[allow(clippy::expect_used)]
 static PAST_VALUE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:my|the|our|his|her|their|that|those)\s+(?:old|previous|former|prior)\s+[a-z]")
-        .expect("constant pattern") // invariant: a constant, valid pattern
+    Regex::new(&format!(
+        r"\b(?:my|the|our|his|her|their|that|those)\s+(?:{})\s+(?:[a-z]+)\b",
+        PAST_WORDS.join("|")
+    ))
+    .expect("constant pattern") // invariant: built from constant words
 });
+
+/// Words with which an instruction asks for the current value as well ("my old and new
+/// numbers", "the old number, and the new one too").
+const BOTH_VALUES: &[&str] = &["new", "current", "both", "too", "either", "all", "and"];
+
+/// Whether an instruction asks to forget only what was replaced ("forget the old
+/// number"), not the current value as well.
+fn asks_for_past_only(object: &str) -> bool {
+    PAST_VALUE.is_match(object)
+        && !words(object)
+            .iter()
+            .any(|w| BOTH_VALUES.contains(&w.as_str()))
+}
 
 fn topic_words(text: &str) -> Vec<String> {
     content_words(text)
@@ -1627,6 +1650,9 @@ mod tests {
             ("Forget my number.", false),
             ("Forget how old my son is.", false),
             ("Forget everything about my old flat.", true),
+            ("Forget my old and new numbers.", false),
+            ("Forget my old number and my new one.", false),
+            ("Forget the old number, and the new one too.", false),
         ] {
             let f = forget_instruction(text).unwrap();
             assert_eq!(f.past, past, "{text}: {f:?}");

@@ -5,8 +5,8 @@
 //! A fact that the [`Judge`] finds in conflict with held facts goes to the
 //! [`Refresher`], which closes the stale versions in favour of the new one; an agent's
 //! turn is judged only against what that agent said. An explicit forget instruction in
-//! the user's own input deletes what it names, past versions included ("the old number"
-//! names only the past ones); retention deletes past versions too.
+//! the user's own input deletes what it names, past versions included ("forget the old
+//! number" keeps what states the new one); retention deletes past versions too.
 //!
 //! Read path: query → [`Retriever`] plan → hybrid search with the read filter and the
 //! granularity inside → [`Judge`] relevance → at most `rounds` more rounds, on another
@@ -936,9 +936,8 @@ impl Pipeline {
         Ok(pairs)
     }
 
-    /// Deletes one fragment after the delete rule: the caller can read it and could
-    /// write a fragment of its scope.
-    /// Deletes `fragment`, a current or a past version the caller can read.
+    /// Deletes one fragment, current or a past version, after the delete rule: the caller
+    /// can read it (in a history read) and could write a fragment of its scope.
     fn delete(&self, caller: &Caller<'_>, fragment: &Fragment) -> Result<()> {
         if !caller.can_read_history(fragment) {
             return Err(colmem_core::Forbidden {

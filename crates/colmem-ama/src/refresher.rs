@@ -12,10 +12,12 @@ use std::collections::HashSet;
 
 use colmem_core::{Fragment, FragmentId, Granularity};
 
-use crate::change::{ForgetInstruction, attributes, forget_instruction, main_attributes};
+use crate::change::{
+    ForgetInstruction, PAST_WORDS, attributes, forget_instruction, main_attributes,
+};
 use crate::constructor::Memory;
 use crate::error::Result;
-use crate::judge::{Conflict, coverage};
+use crate::judge::{Conflict, coverage, stem};
 use crate::text::words;
 
 /// The Refresher role.
@@ -27,7 +29,8 @@ pub trait Refresher: Send + Sync + std::fmt::Debug {
     /// The pipeline never calls this on stored or retrieved text.
     fn forget_request(&self, user_input: &str) -> Result<Option<ForgetInstruction>>;
 
-    /// Which of the user's fragments an instruction asks to forget.
+    /// Which of the user's fragments an instruction asks to forget. The candidates are
+    /// the user's current fragments and past versions (superseded ones).
     fn forget_targets(
         &self,
         instruction: &ForgetInstruction,
@@ -37,7 +40,9 @@ pub trait Refresher: Send + Sync + std::fmt::Debug {
 
 /// The rule-based refresher: resolves every conflict, recognises forget instructions
 /// with [`forget_instruction`], and targets fragments that mention what is to be
-/// forgotten (by word stems, or by the attribute it names).
+/// forgotten (by word stems, or by the attribute it names), with what was drawn from the
+/// same turns and what repeats its values. An instruction for the old value only spares
+/// what states the current one (see `current_values`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OfflineRefresher;
 
@@ -69,11 +74,60 @@ fn long_number(value: &str) -> bool {
     !year && value.chars().filter(char::is_ascii_digit).count() >= 3
 }
 
+/// The numbers a text holds, each as one string of its digits ("+44 20 7946 0018" is
+/// "442079460018"), years and numbers under three digits aside.
+fn numbers(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut run = String::new();
+    for token in text.split_whitespace() {
+        let core = token.trim_matches(|c: char| !c.is_alphanumeric());
+        if !core.is_empty() && core.chars().all(|c| c.is_ascii_digit() || c == '-') {
+            run.extend(core.chars().filter(char::is_ascii_digit));
+            // A number ends with its token's punctuation ("0018;", "0018.").
+            if !token.ends_with(|c: char| c.is_ascii_digit()) {
+                out.push(std::mem::take(&mut run));
+            }
+        } else if !run.is_empty() {
+            out.push(std::mem::take(&mut run));
+        }
+    }
+    out.push(run);
+    out.retain(|n| long_number(n));
+    out
+}
+
+/// Among the fragments an instruction to forget an old value targets, those that state
+/// the current value, when the targets hold a past version (superseded, or one that
+/// calls its value old: "my old number was …"). A fragment states the current value
+/// when it replaced a past version or calls its value new or current ("my new number
+/// is …"), and names neither a past word nor a number of a past version.
+fn current_values(direct: &[&Fragment]) -> HashSet<FragmentId> {
+    let says = |f: &Fragment, these: &[&str]| {
+        words(&f.content)
+            .iter()
+            .any(|w| these.contains(&w.as_str()))
+    };
+    let past: Vec<&Fragment> = direct
+        .iter()
+        .copied()
+        .filter(|f| f.superseded_by.is_some() || says(f, PAST_WORDS))
+        .collect();
+    let past_numbers: HashSet<String> = past.iter().flat_map(|f| numbers(&f.content)).collect();
+    direct
+        .iter()
+        .filter(|f| f.superseded_by.is_none())
+        .filter(|f| {
+            past.iter().any(|p| p.superseded_by == Some(f.id))
+                || says(f, &["new", "current", "currently"])
+        })
+        .filter(|f| !says(f, PAST_WORDS))
+        .filter(|f| !numbers(&f.content).iter().any(|n| past_numbers.contains(n)))
+        .map(|f| f.id)
+        .collect()
+}
+
 /// Stem coverage of the instruction's words from which a fragment is a target.
 const TARGET_COVERAGE: f64 = 0.5;
-
-/// Words with which a fragment calls its value a past one ("my old number was …").
-const PAST_VERSION_WORDS: &[&str] = &["old", "previous", "former", "prior"];
 
 impl Refresher for OfflineRefresher {
     fn resolve(&self, _new: &Memory, conflicts: &[Conflict]) -> Result<Vec<FragmentId>> {
@@ -92,36 +146,50 @@ impl Refresher for OfflineRefresher {
         if instruction.everything {
             return Ok(candidates.iter().map(|f| f.id).collect());
         }
-        let about = instruction.about.join(" ");
+        // "The old number": the past word names which versions, not what they are about
+        // ("my son is six years old" is no target).
+        let about = instruction
+            .about
+            .iter()
+            .filter(|w| !(instruction.past && PAST_WORDS.contains(&w.as_str())))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ");
         let named: Vec<&str> = attributes(&about);
+        // "My son's school": a text that names a school but not the son is about
+        // someone else's ("we're both nurses, so school pick-ups are a puzzle").
+        let owners: Vec<String> = instruction
+            .about
+            .iter()
+            .filter(|w| w.ends_with("'s"))
+            .map(|w| stem(w))
+            .collect();
+        let owned = |text: &str| {
+            let said: Vec<String> = words(text).iter().map(|w| stem(w)).collect();
+            owners.iter().all(|o| said.contains(o))
+        };
         let direct: Vec<&Fragment> = candidates
             .iter()
             .copied()
             .filter(|f| {
-                coverage(&about, &f.content) >= TARGET_COVERAGE
+                owned(&f.content)
+                    && (coverage(&about, &f.content) >= TARGET_COVERAGE
                     // Mainly about an attribute the instruction names: "the doctor
                     // confirmed it's celiac disease" is about a diagnosis as much as
                     // anything. An episode spans a session's topics: never by attribute.
                     || (f.granularity != Granularity::Episode
-                        && main_attributes(&f.content).iter().any(|a| named.contains(a)))
+                        && main_attributes(&f.content).iter().any(|a| named.contains(a))))
             })
             .collect();
-        // "The old number": when the targets hold a past version (one superseded, or
-        // one that calls itself old: "my old number was …"), only the past versions go,
-        // and what they share with the current ones (the country code) names nothing
-        // forgotten.
-        let past = |f: &&Fragment| {
-            f.superseded_by.is_some()
-                || words(&f.content).iter().any(|w| {
-                    PAST_VERSION_WORDS.contains(&w.as_str()) && instruction.about.contains(w)
-                })
+        let spared = if instruction.past {
+            current_values(&direct)
+        } else {
+            HashSet::new()
         };
-        let (direct, kept): (Vec<&Fragment>, Vec<&Fragment>) =
-            if instruction.past && direct.iter().any(past) {
-                direct.into_iter().partition(past)
-            } else {
-                (direct, Vec::new())
-            };
+        let direct: Vec<&Fragment> = direct
+            .into_iter()
+            .filter(|f| !spared.contains(&f.id))
+            .collect();
         // What was drawn from the same turns goes too: a fact of a forgotten turn would
         // otherwise keep what the user asked to forget. Not the turns of an episode:
         // they are a whole session.
@@ -132,12 +200,9 @@ impl Refresher for OfflineRefresher {
             .collect();
         // And what repeats the forgotten values elsewhere (an assistant echoing the
         // number, an episode summary): two of their names, or one long number.
-        let kept_values: HashSet<String> =
-            kept.iter().flat_map(|f| value_tokens(&f.content)).collect();
         let values: HashSet<String> = direct
             .iter()
             .flat_map(|f| value_tokens(&f.content))
-            .filter(|v| !kept_values.contains(v))
             .collect();
         let repeats = |f: &Fragment| {
             let shared: Vec<String> = value_tokens(&f.content)
@@ -148,6 +213,7 @@ impl Refresher for OfflineRefresher {
         };
         Ok(candidates
             .iter()
+            .filter(|f| !spared.contains(&f.id))
             .filter(|f| {
                 direct.iter().any(|d| d.id == f.id)
                     || (!f.provenance.source.turns.is_empty()

@@ -736,6 +736,20 @@ fn supersede_and_history(make: Factory<'_>) -> Result<(), Failure> {
             }
         ),
         || format!("superseding twice gives NotCurrent {{ state: \"superseded\" }}, got {err}"),
+    )?;
+    // A past version can be deleted (a forget instruction reaches history too).
+    ok(
+        "delete a superseded version",
+        store.delete(&Delete {
+            user: user(0)?,
+            agent: agent(0)?,
+            fragment: old_id,
+        }),
+    )?;
+    eq(
+        "a deleted past version is in no version",
+        listed(&*store, &all, &key)?,
+        [new_id],
     )
 }
 

@@ -50,7 +50,9 @@ pub enum Error {
         key: String,
     },
     /// The fragment cannot be changed in its current state.
-    #[error("fragment {id} is {state}: only a current fragment can be superseded or deleted")]
+    #[error(
+        "fragment {id} is {state}: only a current fragment can be superseded, and a deleted one cannot be deleted again"
+    )]
     NotCurrent {
         /// The fragment.
         id: FragmentId,

@@ -199,7 +199,8 @@ pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
     /// `Update`, in one transaction.
     fn supersede_by(&self, request: &SupersedeBy) -> Result<()>;
 
-    /// Tombstones a current fragment (`deleted_at` = now) and audits a `Delete`.
+    /// Tombstones a fragment not deleted yet, current or a past version (`deleted_at` =
+    /// now), and audits a `Delete`.
     fn delete(&self, request: &Delete) -> Result<()>;
 
     /// Removes a fragment with its provenance, embedding and card, overwrites the

@@ -521,9 +521,10 @@ fn refresher_resolves_recognises_forgetting_and_targets() {
         "refresher",
         &[
             r#"{"resolve":[11]}"#,
-            r#"{"forget":true,"everything":false,"about":["gym membership"]}"#,
-            r#"{"forget":false,"everything":false,"about":[]}"#,
+            r#"{"forget":true,"everything":false,"about":["gym membership"],"past":false}"#,
+            r#"{"forget":false,"everything":false,"about":[],"past":false}"#,
             r#"{"targets":[21,23]}"#,
+            r#"{"forget":true,"everything":false,"about":["old","gym membership"],"past":true}"#,
         ],
     );
     let refresher = LlmRefresher::new(spy.clone(), LlmRoleConfig::default()).unwrap();
@@ -609,7 +610,13 @@ fn refresher_resolves_recognises_forgetting_and_targets() {
             .unwrap()
             .is_empty()
     );
-    assert_eq!(spy.calls(), 4, "everything and no conflicts: no call");
+    // Only the replaced value: the model says so.
+    let old = refresher
+        .forget_request("Forget my old gym membership, I joined a new gym.")
+        .unwrap()
+        .unwrap();
+    assert!(old.past, "{old:?}");
+    assert_eq!(spy.calls(), 5, "everything and no conflicts: no call");
 }
 
 #[test]

@@ -1232,6 +1232,38 @@ fn a_forgotten_year_is_no_repeat_of_what_else_happened_that_year() {
 }
 
 #[test]
+fn forgetting_someones_thing_keeps_what_only_names_the_thing() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "My son Emir started at Oakfield Primary today, he loved it.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "My husband and I are both nurses, so school pick-ups are a puzzle.",
+                "2023-01-06",
+            ),
+            (
+                "D1:3",
+                "On reflection, stop remembering my son's school, please.",
+                "2023-01-07",
+            ),
+        ],
+    );
+    let left: Vec<String> = stored(&world, u, a)
+        .into_iter()
+        .map(|f| f.content)
+        .collect();
+    assert!(!left.iter().any(|c| c.contains("Oakfield")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("nurses")), "{left:?}");
+}
+
+#[test]
 fn forgetting_the_old_value_keeps_the_current_one() {
     let every_version = |world: &World, u, a| {
         let caller = world.caller(u, a).unwrap();
@@ -1251,9 +1283,30 @@ fn forgetting_the_old_value_keeps_the_current_one() {
         a,
         &[
             ("D1:1", "My phone number is +44 20 7946 0018.", "2023-01-05"),
+            ("D1:2", "My son Leo is six years old.", "2023-01-05"),
+            (
+                "D1:3",
+                "I switched carriers, my phone number is +44 20 7946 0342 now.",
+                "2023-01-06",
+            ),
+            ("D1:4", "Please forget the old number.", "2023-01-07"),
+        ],
+    );
+    let left = every_version(&world, u, a);
+    assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("0342")), "{left:?}");
+    // "Old" names the version, not the topic.
+    assert!(left.iter().any(|c| c.contains("six years old")), "{left:?}");
+    // What states the new value beside the old one goes: it holds the old one.
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "My phone number is +44 20 7946 0018.", "2023-01-05"),
             (
                 "D1:2",
-                "I switched carriers, my phone number is +44 20 7946 0342 now.",
+                "My new number is +44 20 7946 0342; it replaces +44 20 7946 0018.",
                 "2023-01-06",
             ),
             ("D1:3", "Please forget the old number.", "2023-01-07"),
@@ -1261,7 +1314,34 @@ fn forgetting_the_old_value_keeps_the_current_one() {
     );
     let left = every_version(&world, u, a);
     assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
-    assert!(left.iter().any(|c| c.contains("0342")), "{left:?}");
+    // A former thing: what is said of it goes, the new home stays.
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "I rent a flat in Leeds near the station.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "The flat has mould and the landlord ignores it.",
+                "2023-01-06",
+            ),
+            ("D1:3", "Big news: I moved to Bristol.", "2023-03-01"),
+            ("D1:4", "Forget everything about my old flat.", "2023-03-02"),
+        ],
+    );
+    let left = every_version(&world, u, a);
+    assert!(
+        !left
+            .iter()
+            .any(|c| c.contains("mould") || c.contains("Leeds")),
+        "{left:?}"
+    );
+    assert!(left.iter().any(|c| c.contains("Bristol")), "{left:?}");
     // The old value that calls itself old.
     let (world, u, a) = one_pair();
     world.dana_says(
