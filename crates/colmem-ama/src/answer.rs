@@ -252,7 +252,13 @@ fn split_and(text: &str) -> Vec<&str> {
         // "between 5 and 8 am" is one span too.
         let number =
             |w: Option<&str>| w.is_some_and(|w| w.starts_with(|c: char| c.is_ascii_digit()));
-        let one_span = (capital(before) && capital(after)) || (number(before) && number(after));
+        // "My husband and I are both nurses": a compound subject.
+        let mut rest = text[at + 5..].split_whitespace().skip(1);
+        let subject = rest
+            .next()
+            .is_some_and(|w| matches!(w, "are" | "were" | "both"));
+        let one_span =
+            (capital(before) && capital(after)) || (number(before) && number(after)) || subject;
         if !one_span {
             out.push(&text[start..at]);
             start = at + 5;
@@ -906,6 +912,22 @@ mod tests {
         assert_eq!(
             split_and("I moved to Paris and I love it"),
             ["I moved to Paris", "I love it"]
+        );
+    }
+
+    #[test]
+    fn and_in_a_compound_subject_joins_it() {
+        assert_eq!(
+            split_and("My husband and I are both nurses"),
+            ["My husband and I are both nurses"]
+        );
+        assert_eq!(
+            split_and("Selin's husband and Selin were at school together"),
+            ["Selin's husband and Selin were at school together"]
+        );
+        assert_eq!(
+            split_and("I sold the car and Tom is happy"),
+            ["I sold the car", "Tom is happy"]
         );
     }
 
