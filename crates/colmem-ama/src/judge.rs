@@ -15,7 +15,7 @@ use crate::change::{
 use crate::constructor::Memory;
 use crate::error::Result;
 use crate::text::{content_words, jaccard, without_annotations};
-use crate::values::{is_item, mentions, named, touches};
+use crate::values::{days, is_item, mentions, named, touches};
 
 /// How relevant a round's candidates are.
 #[derive(Clone, PartialEq, Debug)]
@@ -277,6 +277,20 @@ impl Judge for OfflineJudge {
                         }
                     })
             };
+            // A correction that names a held day again, with another day in the
+            // statement, replaces it ("my birthday is March 14. I typed March 4 by
+            // mistake"; "the report is due June 6, not May 30").
+            let stale = stale
+                || (corrected
+                    && keys_agree
+                    && jaccard(&content_words(&f.content), &new_words)
+                        >= self.config.correction_overlap
+                    && {
+                        let held_days = days(&f.content);
+                        let said_days = days(said);
+                        held_days.iter().any(|d| said_days.contains(d))
+                            && days(&new.content).iter().any(|d| !held_days.contains(d))
+                    });
             if stale {
                 out.push(Conflict {
                     stale: f.id,

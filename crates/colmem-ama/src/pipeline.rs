@@ -867,7 +867,13 @@ impl Pipeline {
             let about_speaker = f.key.as_deref().is_none_or(|k| k.starts_with(&prefix));
             let named_now = crate::values::named(&f.content, &names)
                 .iter()
-                .any(|v| crate::values::touches(said, v));
+                .any(|v| crate::values::touches(said, v))
+                || (corrected && {
+                    let said_days = crate::values::days(said);
+                    crate::values::days(&f.content)
+                        .iter()
+                        .any(|d| said_days.contains(d))
+                });
             if about_speaker && (named_now || (corrected && f.key.is_some() && f.key != memory.key))
             {
                 held.push(f);

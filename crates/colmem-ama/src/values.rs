@@ -451,6 +451,46 @@ pub fn is_item(core: &str) -> bool {
                 .any(|(_, lexicon)| lexicon.contains(&core))
 }
 
+/// The days of the year `text` names ("March 4", "4 March", "the 4th of March"), each
+/// as "march 4". Dates are no values (a statement's own date says when, not what), but a
+/// correction may be about one: "my birthday is March 14, I typed March 4 by mistake".
+pub fn days(text: &str) -> Vec<String> {
+    let tokens = tokens(text);
+    let day = |t: &Token| {
+        let digits = t.core.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        digits.parse::<u8>().ok().filter(|d| {
+            (1..=31).contains(d)
+                && (digits.len() == t.core.len() || ORDINAL_ENDS.contains(&&t.core[digits.len()..]))
+        })
+    };
+    let month = |t: &Token| MONTHS.contains(&t.core.as_str()).then(|| t.core.clone());
+    let mut out: Vec<String> = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let Some(m) = month(t) else { continue };
+        let after = tokens.get(i + 1).and_then(day);
+        let before = i
+            .checked_sub(1)
+            .and_then(|j| tokens.get(j))
+            .and_then(|t| {
+                if t.core == "of" {
+                    i.checked_sub(2).and_then(|j| tokens.get(j))
+                } else {
+                    Some(t)
+                }
+            })
+            .and_then(day);
+        if let Some(d) = after.or(before) {
+            let date = format!("{m} {d}");
+            if !out.contains(&date) {
+                out.push(date);
+            }
+        }
+    }
+    out
+}
+
+const ORDINAL_ENDS: &[&str] = &["st", "nd", "rd", "th"];
+
 /// The values `text` names, in order, without duplicates. `names` are people's names
 /// (lowercase), which are the subjects of statements, not values.
 pub fn named(text: &str, names: &[String]) -> Vec<String> {
@@ -559,6 +599,19 @@ pub fn touches(text: &str, value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn days_of_the_year() {
+        assert_eq!(
+            days("My birthday is March 14. I typed March 4 by mistake."),
+            ["march 14", "march 4"]
+        );
+        assert_eq!(
+            days("due on the 6th of June, not 30 May 2023"),
+            ["june 6", "may 30"]
+        );
+        assert!(days("In May 2023 we had 40 guests.").is_empty());
+    }
 
     fn n(text: &str) -> Vec<String> {
         named(text, &["priya".to_owned(), "omar".to_owned()])

@@ -1580,6 +1580,48 @@ fn a_favourite_without_a_change_closes_no_fact_that_names_nothing() {
 /// Answers after a change: each case is what it shows, Dana's turns, the question, what
 /// the answer must hold and what it must not.
 #[test]
+fn a_correction_of_a_day_closes_the_fact_that_held_it() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "My birthday is March 4, if you want to put it in the calendar.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "Correction for the calendar: my birthday is March 14. I typed March 4 earlier by mistake.",
+                "2023-01-06",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(u, a, "March 4,"));
+    assert!(world.recalls_current_fact(u, a, "March 14"));
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "The quarterly report is due May 30; remind me a week before.",
+                "2023-05-01",
+            ),
+            (
+                "D1:2",
+                "I double-checked the plan: the report is due June 6, not May 30.",
+                "2023-05-02",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(u, a, "due May 30"));
+    assert!(world.recalls_current_fact(u, a, "June 6"));
+}
+
+#[test]
 fn answers_after_a_change() {
     type Case<'a> = (
         &'a str,
