@@ -252,11 +252,14 @@ fn split_and(text: &str) -> Vec<&str> {
         // "between 5 and 8 am" is one span too.
         let number =
             |w: Option<&str>| w.is_some_and(|w| w.starts_with(|c: char| c.is_ascii_digit()));
-        // "My husband and I are both nurses": a compound subject.
-        let mut rest = text[at + 5..].split_whitespace().skip(1);
-        let subject = rest
-            .next()
-            .is_some_and(|w| matches!(w, "are" | "were" | "both"));
+        // "My husband and I are both nurses", "Selin's husband and Selin were …": a
+        // compound subject ("I sold the car and we were relieved" is two clauses).
+        let joined_subject = after.is_some_and(|w| w == "I" || w.starts_with(char::is_uppercase));
+        let subject = joined_subject
+            && text[at + 5..]
+                .split_whitespace()
+                .nth(1)
+                .is_some_and(|w| matches!(w, "are" | "were" | "both"));
         let one_span =
             (capital(before) && capital(after)) || (number(before) && number(after)) || subject;
         if !one_span {
@@ -928,6 +931,10 @@ mod tests {
         assert_eq!(
             split_and("I sold the car and Tom is happy"),
             ["I sold the car", "Tom is happy"]
+        );
+        assert_eq!(
+            split_and("I sold the car and we were relieved"),
+            ["I sold the car", "we were relieved"]
         );
     }
 

@@ -1176,17 +1176,23 @@ static PAST_VALUE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("constant pattern") // invariant: built from constant words
 });
 
-/// Words with which an instruction asks for the current value as well ("my old and new
-/// numbers", "the old number, and the new one too").
-const BOTH_VALUES: &[&str] = &["new", "current", "both", "too", "either", "all", "and"];
+// invariant: the pattern is built from constant words and is valid.
+#[allow(clippy::expect_used)]
+static BOTH_VALUES: LazyLock<Regex> = LazyLock::new(|| {
+    // "my old and new numbers", "the old number and my new one", "both numbers",
+    // "…, and the new one too".
+    Regex::new(&format!(
+        r"\b(?:{})\s+(?:and|or|&)\s+(?:new|current)\b|\b(?:and|or)\s+(?:the|my|our)\s+(?:new|current)\b|\bboth\b|\b(?:too|as\s+well)\s*$",
+        PAST_WORDS.join("|")
+    ))
+    .expect("constant pattern") // invariant: built from constant words
+});
 
 /// Whether an instruction asks to forget only what was replaced ("forget the old
-/// number"), not the current value as well.
+/// number, I've got a new one"), not the current value as well ("my old and new
+/// numbers").
 fn asks_for_past_only(object: &str) -> bool {
-    PAST_VALUE.is_match(object)
-        && !words(object)
-            .iter()
-            .any(|w| BOTH_VALUES.contains(&w.as_str()))
+    PAST_VALUE.is_match(object) && !BOTH_VALUES.is_match(object.trim_end())
 }
 
 fn topic_words(text: &str) -> Vec<String> {
@@ -1653,6 +1659,9 @@ mod tests {
             ("Forget my old and new numbers.", false),
             ("Forget my old number and my new one.", false),
             ("Forget the old number, and the new one too.", false),
+            ("Forget my old number, I've got a new one now.", true),
+            ("Forget my old gym membership, I joined a new gym.", true),
+            ("Forget my old address, I moved and don't need it.", true),
         ] {
             let f = forget_instruction(text).unwrap();
             assert_eq!(f.past, past, "{text}: {f:?}");

@@ -75,16 +75,20 @@ fn long_number(value: &str) -> bool {
 }
 
 /// The numbers a text holds, each as one string of its digits ("+44 20 7946 0018" is
-/// "442079460018"), years and numbers under three digits aside.
+/// "442079460018", "£85,000" is "85000"), years and numbers under three digits aside.
 fn numbers(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut run = String::new();
     for token in text.split_whitespace() {
         let core = token.trim_matches(|c: char| !c.is_alphanumeric());
-        if !core.is_empty() && core.chars().all(|c| c.is_ascii_digit() || c == '-') {
+        let numeric = core.chars().any(|c| c.is_ascii_digit())
+            && core
+                .chars()
+                .all(|c| c.is_ascii_digit() || matches!(c, '-' | ',' | '.' | '(' | ')' | '/'));
+        if numeric {
             run.extend(core.chars().filter(char::is_ascii_digit));
             // A number ends with its token's punctuation ("0018;", "0018.").
-            if !token.ends_with(|c: char| c.is_ascii_digit()) {
+            if !token.ends_with(|c: char| c.is_ascii_digit() || c == ')') {
                 out.push(std::mem::take(&mut run));
             }
         } else if !run.is_empty() {
@@ -96,35 +100,84 @@ fn numbers(text: &str) -> Vec<String> {
     out
 }
 
+/// Whether two numbers are one: the same digits, or the same last seven of a phone
+/// number written with and without its country code ("020 7946 0018" and
+/// "+44 20 7946 0018").
+fn same_number(a: &str, b: &str) -> bool {
+    const LOCAL: usize = 7;
+    a == b || (a.len() >= LOCAL && b.len() >= LOCAL && a[a.len() - LOCAL..] == b[b.len() - LOCAL..])
+}
+
+/// Words with which a text says its value is a past one, besides [`PAST_WORDS`].
+const PAST_MARKERS: &[&str] = &["previously", "formerly"];
+
 /// Among the fragments an instruction to forget an old value targets, those that state
 /// the current value, when the targets hold a past version (superseded, or one that
 /// calls its value old: "my old number was …"). A fragment states the current value
-/// when it replaced a past version or calls its value new or current ("my new number
-/// is …"), and names neither a past word nor a number of a past version.
+/// when it replaced a past version or calls its value new or current in lower case
+/// ("my new number is …", not "New Cross"), and names neither a past word nor a number
+/// of a past version.
 fn current_values(direct: &[&Fragment]) -> HashSet<FragmentId> {
-    let says = |f: &Fragment, these: &[&str]| {
+    let says_past = |f: &Fragment| {
         words(&f.content)
             .iter()
-            .any(|w| these.contains(&w.as_str()))
+            .any(|w| PAST_WORDS.contains(&w.as_str()) || PAST_MARKERS.contains(&w.as_str()))
+    };
+    let says_new = |f: &Fragment| {
+        f.content.split_whitespace().any(|t| {
+            matches!(
+                t.trim_matches(|c: char| !c.is_alphanumeric()),
+                "new" | "current" | "currently"
+            )
+        })
     };
     let past: Vec<&Fragment> = direct
         .iter()
         .copied()
-        .filter(|f| f.superseded_by.is_some() || says(f, PAST_WORDS))
+        .filter(|f| f.superseded_by.is_some() || says_past(f))
         .collect();
-    let past_numbers: HashSet<String> = past.iter().flat_map(|f| numbers(&f.content)).collect();
+    if past.is_empty() {
+        return HashSet::new();
+    }
+    let past_numbers: Vec<String> = past.iter().flat_map(|f| numbers(&f.content)).collect();
     direct
         .iter()
         .filter(|f| f.superseded_by.is_none())
+        .filter(|f| past.iter().any(|p| p.superseded_by == Some(f.id)) || says_new(f))
+        .filter(|f| !says_past(f))
         .filter(|f| {
-            past.iter().any(|p| p.superseded_by == Some(f.id))
-                || says(f, &["new", "current", "currently"])
+            !numbers(&f.content)
+                .iter()
+                .any(|n| past_numbers.iter().any(|p| same_number(n, p)))
         })
-        .filter(|f| !says(f, PAST_WORDS))
-        .filter(|f| !numbers(&f.content).iter().any(|n| past_numbers.contains(n)))
         .map(|f| f.id)
         .collect()
 }
+
+/// Words before "'s" that own nothing: a contraction ("she's", "what's") or a time
+/// ("today's").
+const NOT_OWNERS: &[&str] = &[
+    "it",
+    "he",
+    "she",
+    "that",
+    "what",
+    "who",
+    "there",
+    "here",
+    "where",
+    "when",
+    "why",
+    "how",
+    "let",
+    "one",
+    "today",
+    "tonight",
+    "tomorrow",
+    "yesterday",
+    "everyone",
+    "everything",
+];
 
 /// Stem coverage of the instruction's words from which a fragment is a target.
 const TARGET_COVERAGE: f64 = 0.5;
@@ -161,12 +214,13 @@ impl Refresher for OfflineRefresher {
         let owners: Vec<String> = instruction
             .about
             .iter()
-            .filter(|w| w.ends_with("'s"))
-            .map(|w| stem(w))
+            .filter_map(|w| w.strip_suffix("'s"))
+            .filter(|w| !NOT_OWNERS.contains(w))
+            .map(stem)
             .collect();
         let owned = |text: &str| {
             let said: Vec<String> = words(text).iter().map(|w| stem(w)).collect();
-            owners.iter().all(|o| said.contains(o))
+            owners.is_empty() || owners.iter().any(|o| said.contains(o))
         };
         let direct: Vec<&Fragment> = candidates
             .iter()

@@ -616,7 +616,11 @@ fn refresher_resolves_recognises_forgetting_and_targets() {
         .unwrap()
         .unwrap();
     assert!(old.past, "{old:?}");
-    assert_eq!(spy.calls(), 5, "everything and no conflicts: no call");
+    assert_eq!(
+        spy.calls(),
+        5,
+        "one resolution, three forget requests, one targeting: everything and no conflicts need no call"
+    );
 }
 
 #[test]

@@ -1261,6 +1261,21 @@ fn forgetting_someones_thing_keeps_what_only_names_the_thing() {
         .collect();
     assert!(!left.iter().any(|c| c.contains("Oakfield")), "{left:?}");
     assert!(left.iter().any(|c| c.contains("nurses")), "{left:?}");
+    // A contraction owns nothing.
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "My sister Aylin is pregnant.", "2023-01-05"),
+            ("D1:2", "Please forget that she's pregnant.", "2023-01-06"),
+        ],
+    );
+    let left: Vec<String> = stored(&world, u, a)
+        .into_iter()
+        .map(|f| f.content)
+        .collect();
+    assert!(!left.iter().any(|c| c.contains("pregnant")), "{left:?}");
 }
 
 #[test]
@@ -1314,6 +1329,63 @@ fn forgetting_the_old_value_keeps_the_current_one() {
     );
     let left = every_version(&world, u, a);
     assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
+    // "A new one" beside the instruction does not ask for the new one too.
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "My phone number is +44 20 7946 0018.", "2023-01-05"),
+            ("D1:2", "My son Leo is six years old.", "2023-01-05"),
+            (
+                "D1:3",
+                "My new phone number is +44 20 7946 0342.",
+                "2023-01-06",
+            ),
+            (
+                "D1:4",
+                "Forget my old number, I've got a new one now.",
+                "2023-01-07",
+            ),
+        ],
+    );
+    let left = every_version(&world, u, a);
+    assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("0342")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("six years old")), "{left:?}");
+    // A number written with separators is the same number.
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "My salary is £85,000 a year.", "2023-01-05"),
+            (
+                "D1:2",
+                "Got a raise: my new salary is £92,000, up from £85,000.",
+                "2023-02-06",
+            ),
+            ("D1:3", "Please forget my old salary.", "2023-02-07"),
+        ],
+    );
+    let left = every_version(&world, u, a);
+    assert!(!left.iter().any(|c| c.contains("85,000")), "{left:?}");
+    // Nothing replaced and nothing called old: "New Cross" is no new value.
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "My current address is 12 Elm Street, New Cross, London.",
+                "2023-01-05",
+            ),
+            ("D1:2", "Forget my old address, please.", "2023-02-07"),
+        ],
+    );
+    let left = every_version(&world, u, a);
+    assert!(!left.iter().any(|c| c.contains("Elm Street")), "{left:?}");
     // A former thing: what is said of it goes, the new home stays.
     let (world, u, a) = one_pair();
     world.dana_says(
