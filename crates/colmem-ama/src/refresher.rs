@@ -41,7 +41,8 @@ pub trait Refresher: Send + Sync + std::fmt::Debug {
 /// The rule-based refresher: resolves every conflict, recognises forget instructions
 /// with [`forget_instruction`], and targets fragments that mention what is to be
 /// forgotten (by word stems, or by the attribute it names), with what was drawn from the
-/// same turns and what repeats its values. An instruction for the old value only spares
+/// same turns, the episodes that summarise them, the other party's replies to them and
+/// what repeats their values. An instruction for the old value only spares
 /// what states the current one (see `current_values`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OfflineRefresher;
@@ -265,16 +266,52 @@ impl Refresher for OfflineRefresher {
                 .collect();
             shared.len() >= 2 || shared.iter().any(|v| long_number(v))
         };
-        Ok(candidates
+        let targets: Vec<&Fragment> = candidates
             .iter()
+            .copied()
             .filter(|f| !spared.contains(&f.id))
             .filter(|f| {
+                let drawn = &f.provenance.source.turns;
                 direct.iter().any(|d| d.id == f.id)
-                    || (!f.provenance.source.turns.is_empty()
-                        && f.provenance.source.turns.iter().all(|t| turns.contains(t)))
+                    || (!drawn.is_empty() && drawn.iter().all(|t| turns.contains(t)))
+                    // An episode summarises every turn of its span: one forgotten turn
+                    // takes the summary (the other turns keep their own fragments).
+                    || (f.granularity == Granularity::Episode
+                        && drawn.iter().any(|t| turns.contains(t)))
                     || repeats(f)
             })
-            .map(|f| f.id)
-            .collect())
+            .collect();
+        // And the other party's reply to a forgotten turn, which answers what it said
+        // ("the doctor confirmed it's celiac disease" → "would gluten-free recipes
+        // help?").
+        let replies: Vec<FragmentId> = targets
+            .iter()
+            .filter(|f| f.granularity == Granularity::RawTurn)
+            .filter_map(|turn| reply_to(turn, candidates))
+            .filter(|r| !spared.contains(r))
+            .collect();
+        let mut out: Vec<FragmentId> = targets.iter().map(|f| f.id).collect();
+        for r in replies {
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+        Ok(out)
     }
+}
+
+/// The raw turn that follows `turn` in its session, when another speaker said it.
+fn reply_to(turn: &Fragment, candidates: &[&Fragment]) -> Option<FragmentId> {
+    let speaker = |f: &Fragment| f.content.split_once(": ").map(|(s, _)| s.to_owned());
+    let order = |f: &Fragment| (f.provenance.created_at, f.id);
+    let next = candidates
+        .iter()
+        .filter(|f| {
+            f.granularity == Granularity::RawTurn
+                && f.superseded_by.is_none()
+                && f.provenance.source.session == turn.provenance.source.session
+                && order(f) > order(turn)
+        })
+        .min_by_key(|f| order(f))?;
+    (speaker(next).is_some() && speaker(next) != speaker(turn)).then_some(next.id)
 }

@@ -1457,30 +1457,59 @@ fn a_forget_instruction_naming_an_attribute_deletes_what_is_about_it_among_other
     world.dana_says(
         u,
         a,
-        &[
-            (
-                "D1:1",
-                "The doctor confirmed it's celiac disease, which explains a lot.",
-                "2023-01-05",
-            ),
-            (
-                "D1:2",
-                "My daughter starts ballet lessons on Saturday.",
-                "2023-01-06",
-            ),
-            (
-                "D1:3",
-                "Delete the note about my diagnosis, please.",
-                "2023-01-07",
-            ),
-        ],
+        &[(
+            "D1:1",
+            "The doctor confirmed it's celiac disease, which explains a lot.",
+            "2023-01-05",
+        )],
+    );
+    // The reply to it answers what it said.
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Assistant",
+        "I'm sorry, that's a lot to take in. Would gluten-free recipe ideas help?",
+        "2023-01-05",
+    );
+    world.dana_says(
+        u,
+        a,
+        &[(
+            "D1:3",
+            "My daughter starts ballet lessons on Saturday.",
+            "2023-01-06",
+        )],
+    );
+    world.say(
+        u,
+        a,
+        "D1:4",
+        "Assistant",
+        "Lovely! Does she need new shoes?",
+        "2023-01-06",
+    );
+    world.dana_says(
+        u,
+        a,
+        &[(
+            "D1:5",
+            "Delete the note about my diagnosis, please.",
+            "2023-01-07",
+        )],
     );
     let left: Vec<String> = stored(&world, u, a)
         .into_iter()
         .map(|f| f.content)
         .collect();
-    assert!(!left.iter().any(|c| c.contains("celiac")), "{left:?}");
+    assert!(
+        !left
+            .iter()
+            .any(|c| c.contains("celiac") || c.contains("gluten")),
+        "{left:?}"
+    );
     assert!(left.iter().any(|c| c.contains("ballet")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("new shoes")), "{left:?}");
 }
 
 #[test]
