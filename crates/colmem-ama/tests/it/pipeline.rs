@@ -1280,174 +1280,114 @@ fn forgetting_someones_thing_keeps_what_only_names_the_thing() {
 
 #[test]
 fn forgetting_the_old_value_keeps_the_current_one() {
-    let every_version = |world: &World, u, a| {
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [&'a str]);
+    let cases: &[Case<'_>] = &[
+        (
+            "the old value replaced by the new one; 'old' names the version, not the topic",
+            &[
+                "My phone number is +44 20 7946 0018.",
+                "My son Leo is six years old.",
+                "I switched carriers, my phone number is +44 20 7946 0342 now.",
+                "Please forget the old number.",
+            ],
+            &["0018"],
+            &["0342", "six years old"],
+        ),
+        (
+            "the old value that calls itself old",
+            &[
+                "My old phone number was +44 20 7946 0018; I'm switching carriers.",
+                "The switch is done and my new number is +44 20 7946 0342.",
+                "Please forget the old number.",
+            ],
+            &["0018"],
+            &["0342"],
+        ),
+        (
+            "without 'old', every version goes",
+            &[
+                "My old phone number was +44 20 7946 0018; I'm switching carriers.",
+                "The switch is done and my new number is +44 20 7946 0342.",
+                "Please forget the old number.",
+                "Actually, forget my phone number altogether.",
+            ],
+            &["0018", "0342"],
+            &[],
+        ),
+        (
+            "what states the new value beside the old one holds the old one",
+            &[
+                "My phone number is +44 20 7946 0018.",
+                "My new number is +44 20 7946 0342; it replaces +44 20 7946 0018.",
+                "Please forget the old number.",
+            ],
+            &["0018"],
+            &[],
+        ),
+        (
+            "'a new one' beside the instruction does not ask for the new one too",
+            &[
+                "My phone number is +44 20 7946 0018.",
+                "My son Leo is six years old.",
+                "My new phone number is +44 20 7946 0342.",
+                "Forget my old number, I've got a new one now.",
+            ],
+            &["0018"],
+            &["0342", "six years old"],
+        ),
+        (
+            "a number written with separators is the same number",
+            &[
+                "My salary is £85,000 a year.",
+                "Got a raise: my new salary is £92,000, up from £85,000.",
+                "Please forget my old salary.",
+            ],
+            &["85,000"],
+            &[],
+        ),
+        (
+            "nothing replaced: 'current' spares nothing, 'New Cross' is no new value",
+            &[
+                "My current address is 12 Elm Street, New Cross, London.",
+                "Forget my old address, please.",
+            ],
+            &["Elm Street"],
+            &[],
+        ),
+        (
+            "a former thing: what is said of it goes, the new home stays",
+            &[
+                "I rent a flat in Leeds near the station.",
+                "The flat has mould and the landlord ignores it.",
+                "Big news: I moved to Bristol.",
+                "Forget everything about my old flat.",
+            ],
+            &["mould", "Leeds"],
+            &["Bristol"],
+        ),
+    ];
+    for (why, turns, gone, kept) in cases {
+        let (world, u, a) = one_pair();
+        for (i, text) in turns.iter().enumerate() {
+            let date = format!("2023-01-{:02}", i + 5);
+            world.say(u, a, &format!("D1:{}", i + 1), "Dana", text, &date);
+        }
         let caller = world.caller(u, a).unwrap();
-        let filter = caller.filter().clone().with_view(View::AllVersions);
-        world
+        let every_version = caller.filter().clone().with_view(View::AllVersions);
+        let left: Vec<String> = world
             .store
-            .list(&filter, &colmem_store::ListQuery::default())
+            .list(&every_version, &colmem_store::ListQuery::default())
             .unwrap()
             .into_iter()
             .map(|f| f.content)
-            .collect::<Vec<String>>()
-    };
-    // The old value replaced by the new one.
-    let (world, u, a) = one_pair();
-    world.dana_says(
-        u,
-        a,
-        &[
-            ("D1:1", "My phone number is +44 20 7946 0018.", "2023-01-05"),
-            ("D1:2", "My son Leo is six years old.", "2023-01-05"),
-            (
-                "D1:3",
-                "I switched carriers, my phone number is +44 20 7946 0342 now.",
-                "2023-01-06",
-            ),
-            ("D1:4", "Please forget the old number.", "2023-01-07"),
-        ],
-    );
-    let left = every_version(&world, u, a);
-    assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
-    assert!(left.iter().any(|c| c.contains("0342")), "{left:?}");
-    // "Old" names the version, not the topic.
-    assert!(left.iter().any(|c| c.contains("six years old")), "{left:?}");
-    // What states the new value beside the old one goes: it holds the old one.
-    let (world, u, a) = one_pair();
-    world.dana_says(
-        u,
-        a,
-        &[
-            ("D1:1", "My phone number is +44 20 7946 0018.", "2023-01-05"),
-            (
-                "D1:2",
-                "My new number is +44 20 7946 0342; it replaces +44 20 7946 0018.",
-                "2023-01-06",
-            ),
-            ("D1:3", "Please forget the old number.", "2023-01-07"),
-        ],
-    );
-    let left = every_version(&world, u, a);
-    assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
-    // "A new one" beside the instruction does not ask for the new one too.
-    let (world, u, a) = one_pair();
-    world.dana_says(
-        u,
-        a,
-        &[
-            ("D1:1", "My phone number is +44 20 7946 0018.", "2023-01-05"),
-            ("D1:2", "My son Leo is six years old.", "2023-01-05"),
-            (
-                "D1:3",
-                "My new phone number is +44 20 7946 0342.",
-                "2023-01-06",
-            ),
-            (
-                "D1:4",
-                "Forget my old number, I've got a new one now.",
-                "2023-01-07",
-            ),
-        ],
-    );
-    let left = every_version(&world, u, a);
-    assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
-    assert!(left.iter().any(|c| c.contains("0342")), "{left:?}");
-    assert!(left.iter().any(|c| c.contains("six years old")), "{left:?}");
-    // A number written with separators is the same number.
-    let (world, u, a) = one_pair();
-    world.dana_says(
-        u,
-        a,
-        &[
-            ("D1:1", "My salary is £85,000 a year.", "2023-01-05"),
-            (
-                "D1:2",
-                "Got a raise: my new salary is £92,000, up from £85,000.",
-                "2023-02-06",
-            ),
-            ("D1:3", "Please forget my old salary.", "2023-02-07"),
-        ],
-    );
-    let left = every_version(&world, u, a);
-    assert!(!left.iter().any(|c| c.contains("85,000")), "{left:?}");
-    // Nothing replaced and nothing called old: "New Cross" is no new value.
-    let (world, u, a) = one_pair();
-    world.dana_says(
-        u,
-        a,
-        &[
-            (
-                "D1:1",
-                "My current address is 12 Elm Street, New Cross, London.",
-                "2023-01-05",
-            ),
-            ("D1:2", "Forget my old address, please.", "2023-02-07"),
-        ],
-    );
-    let left = every_version(&world, u, a);
-    assert!(!left.iter().any(|c| c.contains("Elm Street")), "{left:?}");
-    // A former thing: what is said of it goes, the new home stays.
-    let (world, u, a) = one_pair();
-    world.dana_says(
-        u,
-        a,
-        &[
-            (
-                "D1:1",
-                "I rent a flat in Leeds near the station.",
-                "2023-01-05",
-            ),
-            (
-                "D1:2",
-                "The flat has mould and the landlord ignores it.",
-                "2023-01-06",
-            ),
-            ("D1:3", "Big news: I moved to Bristol.", "2023-03-01"),
-            ("D1:4", "Forget everything about my old flat.", "2023-03-02"),
-        ],
-    );
-    let left = every_version(&world, u, a);
-    assert!(
-        !left
-            .iter()
-            .any(|c| c.contains("mould") || c.contains("Leeds")),
-        "{left:?}"
-    );
-    assert!(left.iter().any(|c| c.contains("Bristol")), "{left:?}");
-    // The old value that calls itself old.
-    let (world, u, a) = one_pair();
-    world.dana_says(
-        u,
-        a,
-        &[
-            (
-                "D1:1",
-                "My old phone number was +44 20 7946 0018; I'm switching carriers.",
-                "2023-01-05",
-            ),
-            (
-                "D1:2",
-                "The switch is done and my new number is +44 20 7946 0342.",
-                "2023-01-06",
-            ),
-            ("D1:3", "Please forget the old number.", "2023-01-07"),
-        ],
-    );
-    let left = every_version(&world, u, a);
-    assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
-    assert!(left.iter().any(|c| c.contains("0342")), "{left:?}");
-    // Without "old", every version goes.
-    world.dana_says(
-        u,
-        a,
-        &[(
-            "D1:4",
-            "Actually, forget my phone number altogether.",
-            "2023-01-08",
-        )],
-    );
-    let left = every_version(&world, u, a);
-    assert!(!left.iter().any(|c| c.contains("0342")), "{left:?}");
+            .collect();
+        for g in *gone {
+            assert!(!left.iter().any(|c| c.contains(g)), "{why}: {g} {left:?}");
+        }
+        for k in *kept {
+            assert!(left.iter().any(|c| c.contains(k)), "{why}: {k} {left:?}");
+        }
+    }
 }
 
 #[test]
