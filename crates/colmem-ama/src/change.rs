@@ -1182,7 +1182,7 @@ static BOTH_VALUES: LazyLock<Regex> = LazyLock::new(|| {
     // "my old and new numbers", "the old number and my new one", "both numbers",
     // "…, and the new one too".
     Regex::new(&format!(
-        r"\b(?:{})\s+(?:and|or|&)\s+(?:new|current)\b|\b(?:and|or)\s+(?:the|my|our)\s+(?:new|current)\b|\bboth\b|\b(?:too|as\s+well)\s*$",
+        r"\b(?:{})\s+(?:and|or|&)\s+(?:new|current)\b|\b(?:and|or)\s+(?:(?:the|my|our)\s+)?(?:new|current)\b|\bboth\b|\b(?:too|as\s+well)\s*$",
         PAST_WORDS.join("|")
     ))
     .expect("constant pattern") // invariant: built from constant words
@@ -1658,6 +1658,7 @@ mod tests {
             ("Forget everything about my old flat.", true),
             ("Forget my old and new numbers.", false),
             ("Forget my old number and my new one.", false),
+            ("Forget my old number and new one.", false),
             ("Forget the old number, and the new one too.", false),
             ("Forget my old number, I've got a new one now.", true),
             ("Forget my old gym membership, I joined a new gym.", true),

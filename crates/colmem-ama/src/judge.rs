@@ -210,6 +210,12 @@ impl Judge for OfflineJudge {
         let names = people(new, held);
         let new_values = named(&without_annotations(&new.content), &names);
         let new_words = content_words(&new.content);
+        let wrong_days = if corrected {
+            days_called_wrong(said)
+        } else {
+            Vec::new()
+        };
+        let undated_new = undated(&new.content);
         let mut out = Vec::new();
         for f in held.iter().filter(|f| f.content != new.content) {
             let same_key = new.key.is_some() && f.key == new.key;
@@ -277,20 +283,19 @@ impl Judge for OfflineJudge {
                         }
                     })
             };
-            // A correction that names a held day again, with another day in the
+            // A correction that calls a held day wrong, with another day in the
             // statement, replaces it ("my birthday is March 14. I typed March 4 by
-            // mistake"; "the report is due June 6, not May 30").
+            // mistake"; "the report is due June 6, not May 30"). The two must share
+            // words besides their dates ("the party is June 6, not June 5" leaves the
+            // dentist on June 5).
             let stale = stale
-                || (corrected
-                    && keys_agree
-                    && jaccard(&content_words(&f.content), &new_words)
-                        >= self.config.correction_overlap
-                    && {
-                        let held_days = days(&f.content);
-                        let said_days = days(said);
-                        held_days.iter().any(|d| said_days.contains(d))
-                            && days(&new.content).iter().any(|d| !held_days.contains(d))
-                    });
+                || (corrected && keys_agree && {
+                    let held_days = days(&f.content);
+                    held_days.iter().any(|d| wrong_days.contains(d))
+                        && days(&new.content).iter().any(|d| !held_days.contains(d))
+                        && jaccard(&undated(&f.content), &undated_new)
+                            >= self.config.correction_overlap
+                });
             if stale {
                 out.push(Conflict {
                     stale: f.id,
@@ -302,9 +307,67 @@ impl Judge for OfflineJudge {
     }
 }
 
+/// The content words of a text without its months and day numbers.
+fn undated(text: &str) -> Vec<String> {
+    content_words(text)
+        .into_iter()
+        .filter(|w| {
+            !crate::text::MONTHS.contains(&w.as_str()) && !w.chars().any(|c| c.is_ascii_digit())
+        })
+        .collect()
+}
+
+/// Words with which a sentence calls a day it names wrong.
+const WRONG: &[&str] = &[
+    "mistake",
+    "wrong",
+    "typo",
+    "mixed",
+    "misremembered",
+    "error",
+];
+
+/// The days a text calls wrong: named after "not" ("June 6, not May 30"), or in a
+/// sentence that says it was a mistake ("I typed March 4 earlier by mistake").
+fn days_called_wrong(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let mut out = Vec::new();
+    for sentence in crate::text::sentences(&lower) {
+        let owned = crate::text::words(&sentence);
+        let wrong = owned.iter().any(|w| WRONG.contains(&w.as_str()));
+        let spaced = format!(" {sentence}");
+        for part in spaced.split(" not ").skip(usize::from(!wrong)) {
+            // After "not", the day that follows it; in a "mistake" sentence, all.
+            let named = days(part);
+            out.extend(if wrong {
+                named
+            } else {
+                named.into_iter().take(1).collect()
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn days_called_wrong_are_negated_or_said_by_mistake() {
+        assert_eq!(
+            days_called_wrong("The report is due June 6, not May 30, so shift it."),
+            ["may 30"]
+        );
+        assert_eq!(
+            days_called_wrong("My birthday is March 14. I typed March 4 earlier by mistake."),
+            ["march 4"]
+        );
+        assert!(
+            days_called_wrong("Actually, the concert on July 4 was so fun I booked July 20.")
+                .is_empty()
+        );
+    }
 
     #[test]
     fn a_root_of_four_letters_loses_its_ing_or_ings() {

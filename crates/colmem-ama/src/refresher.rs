@@ -253,6 +253,17 @@ impl Refresher for OfflineRefresher {
             .filter(|f| f.granularity != Granularity::Episode)
             .flat_map(|f| &f.provenance.source.turns)
             .collect();
+        let forgotten: HashSet<(&Option<String>, &String)> = direct
+            .iter()
+            .filter(|f| f.granularity != Granularity::Episode)
+            .flat_map(|f| {
+                f.provenance
+                    .source
+                    .turns
+                    .iter()
+                    .map(|t| (&f.provenance.source.session, t))
+            })
+            .collect();
         // And what repeats the forgotten values elsewhere (an assistant echoing the
         // number, an episode summary): two of their names, or one long number.
         let values: HashSet<String> = direct
@@ -274,16 +285,19 @@ impl Refresher for OfflineRefresher {
                 let drawn = &f.provenance.source.turns;
                 direct.iter().any(|d| d.id == f.id)
                     || (!drawn.is_empty() && drawn.iter().all(|t| turns.contains(t)))
-                    // An episode summarises every turn of its span: one forgotten turn
-                    // takes the summary (the other turns keep their own fragments).
+                    // An episode summarises every turn of its span, quoting them
+                    // offline: one forgotten turn of its session takes the summary.
                     || (f.granularity == Granularity::Episode
-                        && drawn.iter().any(|t| turns.contains(t)))
+                        && drawn
+                            .iter()
+                            .any(|t| forgotten.contains(&(&f.provenance.source.session, t))))
                     || repeats(f)
             })
             .collect();
-        // And the other party's reply to a forgotten turn, which answers what it said
-        // ("the doctor confirmed it's celiac disease" → "would gluten-free recipes
-        // help?").
+        // And the other party's reply to a forgotten statement, which answers what it
+        // said ("the doctor confirmed it's celiac disease" → "would gluten-free recipes
+        // help?"): the next turn of the dialogue, by its id, when the forgotten turn
+        // yielded a fact and the reply yielded none (it states nothing of its own).
         let replies: Vec<FragmentId> = targets
             .iter()
             .filter(|f| f.granularity == Granularity::RawTurn)
@@ -300,18 +314,29 @@ impl Refresher for OfflineRefresher {
     }
 }
 
-/// The raw turn that follows `turn` in its session, when another speaker said it.
+/// The reply to a raw turn: the raw turn of the next dialogue id in the same session
+/// (`D3:7` after `D3:6`), said by another speaker, when `turn` yielded a fact (it stated
+/// something) and the reply yielded none (it only answers).
 fn reply_to(turn: &Fragment, candidates: &[&Fragment]) -> Option<FragmentId> {
     let speaker = |f: &Fragment| f.content.split_once(": ").map(|(s, _)| s.to_owned());
-    let order = |f: &Fragment| (f.provenance.created_at, f.id);
-    let next = candidates
-        .iter()
-        .filter(|f| {
-            f.granularity == Granularity::RawTurn
-                && f.superseded_by.is_none()
-                && f.provenance.source.session == turn.provenance.source.session
-                && order(f) > order(turn)
-        })
-        .min_by_key(|f| order(f))?;
+    let [said] = turn.provenance.source.turns.as_slice() else {
+        return None;
+    };
+    let (dialogue, n) = said.rsplit_once(':')?;
+    let next_id = format!("{dialogue}:{}", n.parse::<u32>().ok()?.checked_add(1)?);
+    let yielded_fact = |id: &String| {
+        candidates
+            .iter()
+            .any(|f| f.granularity == Granularity::Fact && f.provenance.source.turns.contains(id))
+    };
+    if !yielded_fact(said) || yielded_fact(&next_id) {
+        return None;
+    }
+    let next = candidates.iter().find(|f| {
+        f.granularity == Granularity::RawTurn
+            && f.provenance.source.session == turn.provenance.source.session
+            && f.provenance.source.session.is_some()
+            && f.provenance.source.turns == [next_id.clone()]
+    })?;
     (speaker(next).is_some() && speaker(next) != speaker(turn)).then_some(next.id)
 }

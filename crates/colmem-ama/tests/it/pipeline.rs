@@ -1279,6 +1279,46 @@ fn forgetting_someones_thing_keeps_what_only_names_the_thing() {
 }
 
 #[test]
+fn a_forgotten_echo_takes_no_turn_of_the_user_with_it() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[("D1:1", "My phone number is +44 20 7946 0018.", "2023-01-05")],
+    );
+    world.say(
+        u,
+        a,
+        "D1:2",
+        "Assistant",
+        "Saved +44 20 7946 0018.",
+        "2023-01-05",
+    );
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:3",
+                "Thanks! My daughter's recital is on Friday.",
+                "2023-01-05",
+            ),
+            ("D1:4", "Please forget my phone number.", "2023-01-06"),
+        ],
+    );
+    let left: Vec<String> = stored(&world, u, a)
+        .into_iter()
+        .map(|f| f.content)
+        .collect();
+    assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
+    assert!(
+        left.iter()
+            .any(|c| c.starts_with("Dana:") && c.contains("recital")),
+        "{left:?}"
+    );
+}
+
+#[test]
 fn forgetting_the_old_value_keeps_the_current_one() {
     type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [&'a str]);
     let cases: &[Case<'_>] = &[
@@ -1618,8 +1658,6 @@ fn a_favourite_without_a_change_closes_no_fact_that_names_nothing() {
     assert!(world.recalls_current_fact(u, a, "collection of books"));
 }
 
-/// Answers after a change: each case is what it shows, Dana's turns, the question, what
-/// the answer must hold and what it must not.
 #[test]
 fn a_correction_of_a_day_closes_the_fact_that_held_it() {
     let (world, u, a) = one_pair();
@@ -1662,6 +1700,8 @@ fn a_correction_of_a_day_closes_the_fact_that_held_it() {
     assert!(world.recalls_current_fact(u, a, "June 6"));
 }
 
+/// Answers after a change: each case is what it shows, Dana's turns, the question, what
+/// the answer must hold and what it must not.
 #[test]
 fn answers_after_a_change() {
     type Case<'a> = (
