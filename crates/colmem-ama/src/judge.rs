@@ -15,7 +15,7 @@ use crate::change::{
 use crate::constructor::Memory;
 use crate::error::Result;
 use crate::text::{content_words, jaccard, without_annotations};
-use crate::values::{days, is_item, mentions, named, touches};
+use crate::values::{days, days_called_wrong, is_item, mentions, named, touches};
 
 /// How relevant a round's candidates are.
 #[derive(Clone, PartialEq, Debug)]
@@ -317,57 +317,9 @@ fn undated(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Words with which a sentence calls a day it names wrong.
-const WRONG: &[&str] = &[
-    "mistake",
-    "wrong",
-    "typo",
-    "mixed",
-    "misremembered",
-    "error",
-];
-
-/// The days a text calls wrong: named after "not" ("June 6, not May 30"), or in a
-/// sentence that says it was a mistake ("I typed March 4 earlier by mistake").
-fn days_called_wrong(text: &str) -> Vec<String> {
-    let lower = text.to_lowercase();
-    let mut out = Vec::new();
-    for sentence in crate::text::sentences(&lower) {
-        let owned = crate::text::words(&sentence);
-        let wrong = owned.iter().any(|w| WRONG.contains(&w.as_str()));
-        let spaced = format!(" {sentence}");
-        for part in spaced.split(" not ").skip(usize::from(!wrong)) {
-            // After "not", the day that follows it; in a "mistake" sentence, all.
-            let named = days(part);
-            out.extend(if wrong {
-                named
-            } else {
-                named.into_iter().take(1).collect()
-            });
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn days_called_wrong_are_negated_or_said_by_mistake() {
-        assert_eq!(
-            days_called_wrong("The report is due June 6, not May 30, so shift it."),
-            ["may 30"]
-        );
-        assert_eq!(
-            days_called_wrong("My birthday is March 14. I typed March 4 earlier by mistake."),
-            ["march 4"]
-        );
-        assert!(
-            days_called_wrong("Actually, the concert on July 4 was so fun I booked July 20.")
-                .is_empty()
-        );
-    }
 
     #[test]
     fn a_root_of_four_letters_loses_its_ing_or_ings() {

@@ -858,6 +858,12 @@ impl Pipeline {
             },
         )?;
         let corrected = crate::change::is_correction(&memory.content);
+        // A correction may call a held day wrong ("I typed March 4 by mistake").
+        let wrong_days = if corrected {
+            crate::values::days_called_wrong(said)
+        } else {
+            Vec::new()
+        };
         let prefix = format!("{}/", speaker.to_lowercase());
         let names = crate::judge::people(memory, &[]);
         for f in recent {
@@ -868,12 +874,9 @@ impl Pipeline {
             let named_now = crate::values::named(&f.content, &names)
                 .iter()
                 .any(|v| crate::values::touches(said, v))
-                || (corrected && {
-                    let said_days = crate::values::days(said);
-                    crate::values::days(&f.content)
-                        .iter()
-                        .any(|d| said_days.contains(d))
-                });
+                || crate::values::days(&f.content)
+                    .iter()
+                    .any(|d| wrong_days.contains(d));
             if about_speaker && (named_now || (corrected && f.key.is_some() && f.key != memory.key))
             {
                 held.push(f);

@@ -248,11 +248,6 @@ impl Refresher for OfflineRefresher {
         // What was drawn from the same turns goes too: a fact of a forgotten turn would
         // otherwise keep what the user asked to forget. Not the turns of an episode:
         // they are a whole session.
-        let turns: HashSet<&String> = direct
-            .iter()
-            .filter(|f| f.granularity != Granularity::Episode)
-            .flat_map(|f| &f.provenance.source.turns)
-            .collect();
         let forgotten: HashSet<(&Option<String>, &String)> = direct
             .iter()
             .filter(|f| f.granularity != Granularity::Episode)
@@ -264,6 +259,7 @@ impl Refresher for OfflineRefresher {
                     .map(|t| (&f.provenance.source.session, t))
             })
             .collect();
+        let turns: HashSet<&String> = forgotten.iter().map(|(_, t)| *t).collect();
         // And what repeats the forgotten values elsewhere (an assistant echoing the
         // number, an episode summary): two of their names, or one long number.
         let values: HashSet<String> = direct

@@ -18,7 +18,7 @@
 //!
 //! Values are lowercase; [`mentions`] matches them on word boundaries.
 
-use crate::text::{MONTHS, STOPWORDS};
+use crate::text::{MONTHS, STOPWORDS, sentences, words};
 
 /// Lowercase words that join the capitalised words of one name.
 const CONNECTORS: &[&str] = &[
@@ -491,6 +491,38 @@ pub fn days(text: &str) -> Vec<String> {
 
 const ORDINAL_ENDS: &[&str] = &["st", "nd", "rd", "th"];
 
+/// Words with which a sentence calls a day it names wrong.
+const WRONG: &[&str] = &[
+    "mistake",
+    "wrong",
+    "typo",
+    "mixed",
+    "misremembered",
+    "error",
+];
+
+/// The days a text calls wrong: named after "not" ("June 6, not May 30"), or in a
+/// sentence that says it was a mistake ("I typed March 4 earlier by mistake").
+pub fn days_called_wrong(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let mut out = Vec::new();
+    for sentence in sentences(&lower) {
+        let owned = words(&sentence);
+        let wrong = owned.iter().any(|w| WRONG.contains(&w.as_str()));
+        let spaced = format!(" {sentence}");
+        for part in spaced.split(" not ").skip(usize::from(!wrong)) {
+            // After "not", the day that follows it; in a "mistake" sentence, all.
+            let named = days(part);
+            out.extend(if wrong {
+                named
+            } else {
+                named.into_iter().take(1).collect()
+            });
+        }
+    }
+    out
+}
+
 /// The values `text` names, in order, without duplicates. `names` are people's names
 /// (lowercase), which are the subjects of statements, not values.
 pub fn named(text: &str, names: &[String]) -> Vec<String> {
@@ -599,6 +631,22 @@ pub fn touches(text: &str, value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn days_called_wrong_are_negated_or_said_by_mistake() {
+        assert_eq!(
+            days_called_wrong("The report is due June 6, not May 30, so shift it."),
+            ["may 30"]
+        );
+        assert_eq!(
+            days_called_wrong("My birthday is March 14. I typed March 4 earlier by mistake."),
+            ["march 4"]
+        );
+        assert!(
+            days_called_wrong("Actually, the concert on July 4 was so fun I booked July 20.")
+                .is_empty()
+        );
+    }
 
     #[test]
     fn days_of_the_year() {

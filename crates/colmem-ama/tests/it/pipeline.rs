@@ -359,6 +359,24 @@ fn stored(world: &World, u: UserId, a: AgentId) -> Vec<Fragment> {
         .unwrap()
 }
 
+/// The texts of what `u` holds through `a` now.
+fn stored_texts(world: &World, u: UserId, a: AgentId) -> Vec<String> {
+    stored(world, u, a).into_iter().map(|f| f.content).collect()
+}
+
+/// The texts of every version `u` holds through `a`, past ones included.
+fn every_version_texts(world: &World, u: UserId, a: AgentId) -> Vec<String> {
+    let caller = world.caller(u, a).unwrap();
+    let every_version = caller.filter().clone().with_view(View::AllVersions);
+    world
+        .store
+        .list(&every_version, &colmem_store::ListQuery::default())
+        .unwrap()
+        .into_iter()
+        .map(|f| f.content)
+        .collect()
+}
+
 #[test]
 fn a_profile_entry_is_closed_with_the_fact_it_was_drawn_from() {
     let (world, u, a) = one_pair();
@@ -437,10 +455,7 @@ fn a_turn_that_replaces_two_facts_closes_a_shared_profile_entry_once() {
     let (world, u, a) = one_pair();
     // One sentence, one profile entry, under two facts the next turn replaces.
     world.dana_says(u, a, &[("D1:1", "I love my house in Denver. I love my Honda car, the best car I have had, parked outside my house in Denver.", "2023-01-05"), ("D1:2", "I moved to Austin last week. I sold my car and bought a Tesla.", "2023-03-01")]);
-    let left: Vec<String> = stored(&world, u, a)
-        .into_iter()
-        .map(|f| f.content)
-        .collect();
+    let left = stored_texts(&world, u, a);
     assert!(left.iter().any(|c| c.contains("Tesla")), "{left:?}");
 }
 
@@ -1189,16 +1204,11 @@ fn a_forget_instruction_deletes_the_past_versions_too() {
         a,
         &[("D1:3", "Please forget where I live.", "2023-03-07")],
     );
-    let caller = world.caller(u, a).unwrap();
-    let every_version = caller.filter().clone().with_view(View::AllVersions);
-    let left = world
-        .store
-        .list(&every_version, &colmem_store::ListQuery::default())
-        .unwrap();
+    let left = every_version_texts(&world, u, a);
     assert!(
         !left
             .iter()
-            .any(|f| f.content.contains("Leeds") || f.content.contains("Bristol")),
+            .any(|c| c.contains("Leeds") || c.contains("Bristol")),
         "{left:?}"
     );
 }
@@ -1223,10 +1233,7 @@ fn a_forgotten_year_is_no_repeat_of_what_else_happened_that_year() {
             ("D1:3", "Please forget my passport number.", "2023-01-07"),
         ],
     );
-    let left: Vec<String> = stored(&world, u, a)
-        .into_iter()
-        .map(|f| f.content)
-        .collect();
+    let left = stored_texts(&world, u, a);
     assert!(!left.iter().any(|c| c.contains("X4471829")), "{left:?}");
     assert!(left.iter().any(|c| c.contains("Rome")), "{left:?}");
 }
@@ -1255,10 +1262,7 @@ fn forgetting_someones_thing_keeps_what_only_names_the_thing() {
             ),
         ],
     );
-    let left: Vec<String> = stored(&world, u, a)
-        .into_iter()
-        .map(|f| f.content)
-        .collect();
+    let left = stored_texts(&world, u, a);
     assert!(!left.iter().any(|c| c.contains("Oakfield")), "{left:?}");
     assert!(left.iter().any(|c| c.contains("nurses")), "{left:?}");
     // A contraction owns nothing.
@@ -1271,10 +1275,7 @@ fn forgetting_someones_thing_keeps_what_only_names_the_thing() {
             ("D1:2", "Please forget that she's pregnant.", "2023-01-06"),
         ],
     );
-    let left: Vec<String> = stored(&world, u, a)
-        .into_iter()
-        .map(|f| f.content)
-        .collect();
+    let left = stored_texts(&world, u, a);
     assert!(!left.iter().any(|c| c.contains("pregnant")), "{left:?}");
 }
 
@@ -1306,10 +1307,7 @@ fn a_forgotten_echo_takes_no_turn_of_the_user_with_it() {
             ("D1:4", "Please forget my phone number.", "2023-01-06"),
         ],
     );
-    let left: Vec<String> = stored(&world, u, a)
-        .into_iter()
-        .map(|f| f.content)
-        .collect();
+    let left = stored_texts(&world, u, a);
     assert!(!left.iter().any(|c| c.contains("0018")), "{left:?}");
     assert!(
         left.iter()
@@ -1412,15 +1410,7 @@ fn forgetting_the_old_value_keeps_the_current_one() {
             let date = format!("2023-01-{:02}", i + 5);
             world.say(u, a, &format!("D1:{}", i + 1), "Dana", text, &date);
         }
-        let caller = world.caller(u, a).unwrap();
-        let every_version = caller.filter().clone().with_view(View::AllVersions);
-        let left: Vec<String> = world
-            .store
-            .list(&every_version, &colmem_store::ListQuery::default())
-            .unwrap()
-            .into_iter()
-            .map(|f| f.content)
-            .collect();
+        let left = every_version_texts(&world, u, a);
         for g in *gone {
             assert!(!left.iter().any(|c| c.contains(g)), "{why}: {g} {left:?}");
         }
@@ -1478,10 +1468,7 @@ fn a_forget_instruction_naming_an_attribute_deletes_what_is_about_it_among_other
             "2023-01-07",
         )],
     );
-    let left: Vec<String> = stored(&world, u, a)
-        .into_iter()
-        .map(|f| f.content)
-        .collect();
+    let left = stored_texts(&world, u, a);
     assert!(
         !left
             .iter()
