@@ -5,8 +5,8 @@
 //! full mode:
 //! - `current`: the answer must contain an expected value and no stale one (an empty
 //!   answer is wrong), and no fact or profile entry stating the old state (holding a
-//!   stale value, drawn from a turn said before the current value was first named) may
-//!   be recalled as current;
+//!   stale value, drawn from turns said before the change: the first turn naming the
+//!   current value, or the fixture's `changed_in`) may be recalled as current;
 //! - `past`: asked as a history read at the question's world date; the answer must hold
 //!   the value of that time;
 //! - `forgotten`: after the user's explicit forget instruction, nothing recalled may hold
@@ -85,6 +85,11 @@ struct FixtureQuestion {
     expect: Vec<String>,
     #[serde(default)]
     stale: Vec<String>,
+    /// `current` questions only: the dialogue id of the turn that tells of the change,
+    /// when that is not the first turn naming an `expect` value ("my Trek is gone"
+    /// comes before "my new ride is a Brompton").
+    #[serde(default)]
+    changed_in: Option<String>,
 }
 
 #[derive(Default, Serialize, Clone)]
@@ -150,6 +155,21 @@ fn load(dir: &Path) -> Result<Vec<Conversation>> {
         let text = std::fs::read_to_string(&path)?;
         let file: File =
             toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        for conversation in &file.conversation {
+            for question in &conversation.questions {
+                if let Some(id) = &question.changed_in {
+                    ensure!(
+                        question.kind == QuestionKind::Current
+                            && turn_number(id)
+                                .is_some_and(|n| (1..=conversation.turns.len()).contains(&n)),
+                        "{}: {}: `changed_in = {id:?}` must name a turn D1:n of the \
+                         conversation, on a current question",
+                        path.display(),
+                        conversation.id
+                    );
+                }
+            }
+        }
         out.extend(file.conversation);
     }
     Ok(out)
@@ -268,19 +288,24 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
             };
             if question.kind == QuestionKind::Current {
                 // A stale fact states the old state before the change: a statement drawn
-                // from a turn said before the current value was first named. A later one
-                // that names the old value tells of the change ("the Nespresso is gone").
-                let change_turn = conversation
-                    .turns
-                    .iter()
-                    .position(|t| question.expect.iter().any(|e| contains(&t.text, e)))
-                    .map_or(usize::MAX, |i| i + 1);
+                // from a turn said before the change was told (by default the turn that
+                // first names the current value). A later one that names the old value
+                // tells of the change ("the Nespresso is gone").
+                let change_turn = match question.changed_in.as_deref().and_then(turn_number) {
+                    Some(n) => n,
+                    None => conversation
+                        .turns
+                        .iter()
+                        .position(|t| question.expect.iter().any(|e| contains(&t.text, e)))
+                        .map_or(usize::MAX, |i| i + 1),
+                };
                 let before_change = |h: &&colmem_ama::Recalled| {
-                    h.fragment.provenance.source.turns.iter().all(|t| {
-                        t.strip_prefix("D1:")
-                            .and_then(|n| n.parse::<usize>().ok())
-                            .is_some_and(|n| n < change_turn)
-                    })
+                    h.fragment
+                        .provenance
+                        .source
+                        .turns
+                        .iter()
+                        .all(|t| turn_number(t).is_some_and(|n| n < change_turn))
                 };
                 let stale: Vec<&str> = hits
                     .iter()
@@ -393,4 +418,9 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
         "stored text triggered {adversarial_deletions} deletions in adversarial conversations"
     );
     Ok(())
+}
+
+/// The turn number of a dialogue id of the one session (`D1:3` → 3).
+fn turn_number(id: &str) -> Option<usize> {
+    id.strip_prefix("D1:")?.parse().ok()
 }
