@@ -275,9 +275,23 @@ pub struct Remembered {
     pub superseded: Vec<(FragmentId, FragmentId)>,
     /// Fragments deleted on the user's explicit instruction.
     pub deleted: Vec<FragmentId>,
+    /// Fragments the instruction named that the delete rule kept: the agent may read
+    /// them but not write their scope (a `Global` fragment, say, that only a global
+    /// writer may change). An agent that may is needed to delete them.
+    pub refused: Vec<FragmentId>,
     /// `true` when an earlier call with the same idempotency key had remembered the
     /// turn: nothing was written now and `written` holds what that call wrote.
     pub replayed: bool,
+}
+
+/// What a deletion did (by retention, or on a forget instruction).
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Deletion {
+    /// Fragments deleted.
+    pub deleted: Vec<FragmentId>,
+    /// Fragments the delete rule kept: the agent may read them but not write their
+    /// scope. An agent that may is needed to delete them.
+    pub refused: Vec<FragmentId>,
 }
 
 /// The AMA pipeline over a store, a hybrid index and an embedder.
@@ -407,15 +421,16 @@ impl Pipeline {
                 .roles
                 .refresher
                 .forget_targets(&instruction, &candidates)?;
-            let mut deleted = Vec::new();
-            let mut forgotten_turns: Vec<&String> = Vec::new();
-            for id in targets {
-                if let Some(f) = mine.iter().find(|f| f.id == id) {
-                    self.delete(caller, f)?;
-                    deleted.push(id);
-                    forgotten_turns.extend(&f.provenance.source.turns);
-                }
-            }
+            let targets: Vec<&Fragment> = targets
+                .iter()
+                .filter_map(|id| mine.iter().find(|f| f.id == *id))
+                .collect();
+            let Deletion { deleted, refused } = self.delete_all(caller, &targets)?;
+            let forgotten_turns: Vec<&String> = targets
+                .iter()
+                .filter(|f| deleted.contains(&f.id))
+                .flat_map(|f| &f.provenance.source.turns)
+                .collect();
             // An episode still open would summarise the forgotten turns when it closes.
             let mut open = self
                 .open_episodes
@@ -429,6 +444,7 @@ impl Pipeline {
             // The instruction itself is not kept: it would recall what it forgets.
             return Ok(Remembered {
                 deleted,
+                refused,
                 ..Remembered::default()
             });
         }
@@ -549,21 +565,20 @@ impl Pipeline {
         Ok(self.write_drafts(caller, vec![draft], None)?.pop())
     }
 
-    /// Deletes the caller's fragments recorded longer ago than the retention limit.
-    pub fn enforce_retention(&self, caller: &Caller<'_>) -> Result<Vec<FragmentId>> {
+    /// Deletes the caller's fragments recorded longer ago than the retention limit,
+    /// past versions included. What the delete rule refuses is kept and listed; the
+    /// rest is deleted all the same.
+    pub fn enforce_retention(&self, caller: &Caller<'_>) -> Result<Deletion> {
         let Some(limit) = self.config.retention_ms else {
-            return Ok(Vec::new());
+            return Ok(Deletion::default());
         };
         let cutoff = caller.now().as_millis().saturating_sub(limit);
-        let mut deleted = Vec::new();
-        // Past versions too: retention holds for history.
-        for f in self.own_fragments(caller, View::AllVersions, None, None)? {
-            if f.provenance.created_at.as_millis() < cutoff {
-                self.delete(caller, &f)?;
-                deleted.push(f.id);
-            }
-        }
-        Ok(deleted)
+        let mine = self.own_fragments(caller, View::AllVersions, None, None)?;
+        let expired: Vec<&Fragment> = mine
+            .iter()
+            .filter(|f| f.provenance.created_at.as_millis() < cutoff)
+            .collect();
+        self.delete_all(caller, &expired)
     }
 
     /// Retrieval-only mode; see the module documentation.
@@ -943,6 +958,21 @@ impl Pipeline {
             pairs.push((entry.id, new_id));
         }
         Ok(pairs)
+    }
+
+    /// Deletes each of `fragments` the delete rule allows, and lists those it refuses.
+    /// Any other failure (the store's) stops the deletion: what was deleted before it
+    /// stays deleted, each in its own transaction.
+    fn delete_all(&self, caller: &Caller<'_>, fragments: &[&Fragment]) -> Result<Deletion> {
+        let mut out = Deletion::default();
+        for f in fragments {
+            match self.delete(caller, f) {
+                Ok(()) => out.deleted.push(f.id),
+                Err(e) if e.kind() == colmem_core::ErrorKind::Forbidden => out.refused.push(f.id),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 
     /// Deletes one fragment, current or a past version, after the delete rule: the caller

@@ -267,6 +267,7 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
     let mut written = Vec::new();
     let mut superseded = Vec::new();
     let mut deleted = Vec::new();
+    let mut refused = Vec::new();
     let mut replayed = !texts.is_empty();
     for (i, text) in texts.iter().enumerate() {
         // A keyed run names its turns after the key, so a retry names them alike.
@@ -296,6 +297,7 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         written.extend(done.written);
         superseded.extend(done.superseded);
         deleted.extend(done.deleted);
+        refused.extend(done.refused);
     }
     // A command is one stretch of conversation: close its episode now (a run
     // whose every turn was replayed has nothing new to summarise).
@@ -310,6 +312,7 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
             "written": written,
             "superseded": superseded.iter().map(|(old, new)| json!({"old": old, "new": new})).collect::<Vec<_>>(),
             "deleted": deleted,
+            "refused": refused,
         }))?;
     } else {
         println!(
@@ -322,6 +325,13 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         if !written.is_empty() {
             let ids: Vec<String> = written.iter().map(|id| id.to_string()).collect();
             println!("written: {}", ids.join(" "));
+        }
+        if !refused.is_empty() {
+            let ids: Vec<String> = refused.iter().map(|id| id.to_string()).collect();
+            println!(
+                "kept by the delete rule (this agent may not write their scope): {}",
+                ids.join(" ")
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

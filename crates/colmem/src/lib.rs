@@ -39,8 +39,8 @@ pub use session::{Session, Shared};
 pub use upkeep::ReindexReport;
 
 pub use colmem_ama::{
-    Answered, Origin, PipelineConfig, Recall, RecallOptions, Recalled, Remembered, RoundKind,
-    TurnInput,
+    Answered, Deletion, Origin, PipelineConfig, Recall, RecallOptions, Recalled, Remembered,
+    RoundKind, TurnInput,
 };
 
 pub use colmem_access::{Check, Condition, Explanation};

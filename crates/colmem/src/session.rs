@@ -3,7 +3,9 @@
 //! that context; the caller never chooses the time of a read.
 
 use colmem_access::{Context, Hit, Split};
-use colmem_ama::{Answered, Caller, Recall, RecallOptions, Recalled, Remembered, TurnInput};
+use colmem_ama::{
+    Answered, Caller, Deletion, Recall, RecallOptions, Recalled, Remembered, TurnInput,
+};
 use colmem_cards::{Budget, Composition, LearnReport, TaskContext, Trajectory, Writer};
 use colmem_core::{AgentId, Draft, Fragment, FragmentId, Granularity, Kind, Scope, UserId};
 use colmem_store::{FragmentStore as _, ReadRecord};
@@ -164,8 +166,10 @@ impl<'m> Session<'m> {
     }
 
     /// Deletes this session's fragments older than the configured retention
-    /// (`[pipeline] retention_ms`); returns their ids. Nothing without a retention.
-    pub fn enforce_retention(&self) -> Result<Vec<FragmentId>> {
+    /// (`[pipeline] retention_ms`), past versions included; nothing without a
+    /// retention. Returns what was deleted, and what the delete rule kept because
+    /// this session's agent may not write its scope.
+    pub fn enforce_retention(&self) -> Result<Deletion> {
         self.with_caller(|caller| Ok(self.memory.pipeline.enforce_retention(caller)?))
     }
 

@@ -11,8 +11,8 @@ use colmem_ama::{
     RetrieverConfig, Roles, Route, TurnInput,
 };
 use colmem_core::{
-    AccessChange, AccessEvent, AgentId, Clock, Edge, Fragment, FragmentId, Granularity,
-    LogicalClock, Principal, Timestamp, UserId, View,
+    AccessChange, AccessEvent, AgentId, Clock, Draft, Edge, Fragment, FragmentId, Granularity,
+    Kind, LogicalClock, Principal, Scope, Timestamp, UserId, View,
 };
 use colmem_index::{FlatIndex, HybridConfig, HybridIndex, MemoryBm25};
 use colmem_llm::{OfflineConfig, OfflineEmbedder};
@@ -35,6 +35,10 @@ impl World {
     }
 
     fn with_roles(roles: Roles) -> Self {
+        World::with(roles, PipelineConfig::default())
+    }
+
+    fn with(roles: Roles, config: PipelineConfig) -> Self {
         let clock = Arc::new(LogicalClock::new(
             Timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
         ));
@@ -53,13 +57,7 @@ impl World {
             Some(Arc::new(MemoryBm25::new())),
             HybridConfig::default(),
         ));
-        let pipeline = Pipeline::new(
-            store.clone(),
-            index,
-            embedder,
-            roles,
-            PipelineConfig::default(),
-        );
+        let pipeline = Pipeline::new(store.clone(), index, embedder, roles, config);
         World {
             clock,
             store,
@@ -1513,6 +1511,81 @@ fn a_forget_instruction_leaves_what_only_mentions_its_attribute_in_passing() {
         .collect();
     assert!(!left.iter().any(|c| c.contains("Marco")), "{left:?}");
     assert!(left.iter().any(|c| c.contains("Elm Street")), "{left:?}");
+}
+
+/// The delete rule keeps what the agent may read but not write (a `Global` fragment
+/// only a global writer may change): a forget instruction and retention delete the rest
+/// and list what the rule kept.
+#[test]
+fn what_the_delete_rule_refuses_is_listed_and_the_rest_is_deleted() {
+    let (mut world, user, helper) = pair_in(World::with(
+        Roles::offline(),
+        PipelineConfig {
+            retention_ms: Some(3_600_000),
+            ..PipelineConfig::default()
+        },
+    ));
+    let publisher = AgentId::new("publisher").unwrap();
+    world.log(AccessChange::Register {
+        principal: Principal::Agent(publisher),
+    });
+    world.log(AccessChange::Grant {
+        edge: Edge::Invoke {
+            user,
+            agent: publisher,
+        },
+        until: None,
+    });
+    world.system.global_writers.insert(publisher);
+    let shared = |world: &World, text: &str| {
+        let caller = world.caller(user, publisher).unwrap();
+        let mut draft = Draft::new(text.to_owned(), Granularity::Fact, Kind::Observation);
+        draft.scope = Some(Scope::Global);
+        world
+            .pipeline
+            .write_drafts(&caller, vec![draft], None)
+            .unwrap()[0]
+    };
+    let global = shared(&world, "Dana keeps bees in the garden.");
+    world.say(
+        user,
+        helper,
+        "D1:1",
+        "Dana",
+        "I keep bees in the garden behind the shed.",
+        "2023-01-05",
+    );
+
+    world.clock.advance(1_000);
+    let caller = world.caller(user, helper).unwrap();
+    let done = world
+        .pipeline
+        .remember(&caller, &turn("D1:2", "Please forget that I keep bees."))
+        .unwrap();
+    assert_eq!(done.refused, vec![global], "{done:?}");
+    assert!(!done.deleted.is_empty(), "{done:?}");
+    assert_eq!(
+        stored_texts(&world, user, helper),
+        ["Dana keeps bees in the garden."]
+    );
+
+    world.say(
+        user,
+        helper,
+        "D1:3",
+        "Dana",
+        "My sister Ines lives in Porto.",
+        "2023-01-06",
+    );
+    world.clock.advance(2 * 3_600_000);
+    let caller = world.caller(user, helper).unwrap();
+    let retention = world.pipeline.enforce_retention(&caller).unwrap();
+    assert_eq!(retention.refused, vec![global], "{retention:?}");
+    assert!(!retention.deleted.is_empty(), "{retention:?}");
+    assert_eq!(
+        stored_texts(&world, user, helper),
+        ["Dana keeps bees in the garden."]
+    );
 }
 
 #[test]
