@@ -52,6 +52,9 @@ const ANSWER: &str = include_str!("../prompts/answer.md");
 /// How far the intent weights may sum from 1 and still be normalised rather than refused.
 pub const INTENT_SUM_TOLERANCE: f64 = 0.05;
 
+/// How many candidates one forget-targets call shows.
+pub const TARGETS_PER_CALL: usize = 40;
+
 /// How many earlier turns of the open episode the constructor shows as context.
 const CONTEXT_TURNS: usize = 6;
 
@@ -938,26 +941,34 @@ impl Refresher for LlmRefresher {
         if candidates.is_empty() || instruction.about.is_empty() {
             return Ok(Vec::new());
         }
-        let answer: TargetsAnswer = self.prompter.ask(
-            "targets",
-            TARGETS,
-            &[
-                ("about", quoted(&instruction.about.join(" "))),
-                ("past", instruction.past.to_string()),
-                (
-                    "candidates",
-                    lines(candidates.iter().map(|f| {
-                        let mut line = fragment_line(f);
-                        line["past"] = Value::Bool(f.superseded_by.is_some());
-                        line
-                    })),
-                ),
-            ],
-            ids_schema("targets"),
-        )?;
-        let shown: Vec<FragmentId> = candidates.iter().map(|f| f.id).collect();
-        self.prompter
-            .shown_ids("a forget target", &answer.targets, &shown)
+        // A long history is shown in batches, each its own call: one prompt holding
+        // every fragment of the user would outgrow the model's context.
+        let mut targets = Vec::new();
+        for batch in candidates.chunks(TARGETS_PER_CALL) {
+            let answer: TargetsAnswer = self.prompter.ask(
+                "targets",
+                TARGETS,
+                &[
+                    ("about", quoted(&instruction.about.join(" "))),
+                    ("past", instruction.past.to_string()),
+                    (
+                        "candidates",
+                        lines(batch.iter().map(|f| {
+                            let mut line = fragment_line(f);
+                            line["past"] = Value::Bool(f.superseded_by.is_some());
+                            line
+                        })),
+                    ),
+                ],
+                ids_schema("targets"),
+            )?;
+            let shown: Vec<FragmentId> = batch.iter().map(|f| f.id).collect();
+            targets.extend(
+                self.prompter
+                    .shown_ids("a forget target", &answer.targets, &shown)?,
+            );
+        }
+        Ok(targets)
     }
 }
 

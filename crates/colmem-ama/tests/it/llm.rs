@@ -623,6 +623,61 @@ fn refresher_resolves_recognises_forgetting_and_targets() {
     );
 }
 
+/// A long history goes to the model in batches: no prompt holds more than
+/// `TARGETS_PER_CALL` candidates, every candidate is shown once, and the targets of
+/// every batch are forgotten. A batch may name only what it showed.
+#[test]
+fn forget_targets_are_asked_in_batches() {
+    let per_call = colmem_ama::llm::TARGETS_PER_CALL;
+    let spy = model(
+        "refresher_batches",
+        &[
+            r#"{"targets":[1,7]}"#,
+            r#"{"targets":[45]}"#,
+            r#"{"targets":[]}"#,
+            r#"{"targets":[3]}"#,
+            r#"{"targets":[2]}"#,
+        ],
+    );
+    let refresher = LlmRefresher::new(spy.clone(), LlmRoleConfig::default()).unwrap();
+    let count = 2 * per_call + 5;
+    let stored: Vec<Fragment> = (1..=count as u64)
+        .map(|id| {
+            let text = if matches!(id, 1 | 7 | 45) {
+                format!("Dana renewed the gym membership (note {id}).")
+            } else {
+                format!("Dana watered the plants (note {id}).")
+            };
+            fragment(id, Granularity::Fact, &text)
+        })
+        .collect();
+    let refs: Vec<&Fragment> = stored.iter().collect();
+    let instruction = ForgetInstruction {
+        everything: false,
+        about: vec!["gym".to_owned(), "membership".to_owned()],
+        past: false,
+    };
+    let targets = refresher.forget_targets(&instruction, &refs).unwrap();
+    assert_eq!(targets, vec![FragmentId(1), FragmentId(7), FragmentId(45)]);
+    let requests = spy.requests();
+    assert_eq!(requests.len(), 3);
+    let mut shown = 0;
+    for request in &requests {
+        let prompt = &request.messages[1].content;
+        let listed = prompt.matches(r#""kind":"fact""#).count();
+        assert!(listed <= per_call, "{listed} candidates in one prompt");
+        shown += listed;
+    }
+    assert_eq!(shown, count);
+
+    // The second batch names fragment 2, which only the first showed.
+    contract(
+        refresher.forget_targets(&instruction, &refs[..per_call + 1]),
+        "refresher",
+        "a forget target",
+    );
+}
+
 #[test]
 fn forget_targets_outside_the_candidates_are_refused() {
     let spy = model(
