@@ -10,14 +10,16 @@
 //! after "Java is my favourite language"). When no clause covers a question after a
 //! named thing, the best-ranked clause naming a current value answers it rather than
 //! nothing. A member of a category the question asks for stands for the category:
-//! "Austria, not Australia" answers "Which country did Lukas grow up in?". With a model,
-//! the evidence is the context of a prompt.
+//! "Austria, not Australia" answers "Which country did Lukas grow up in?". A question
+//! after a date ("When did…?") is answered by the date the best clause naming one names,
+//! a relative one made absolute against the day a raw turn was said ("last Fri" → "the
+//! Friday before 15 July 2023"). With a model, the evidence is the context of a prompt.
 
 use colmem_core::{Fragment, FragmentId, Granularity};
 use serde::{Deserialize, Serialize};
 
 use crate::change::{announces_change, announces_end, attributes};
-use crate::constructor::episode_parts;
+use crate::constructor::{absolutise_dates, date_phrase, episode_parts};
 use crate::error::Result;
 use crate::judge::stem;
 use crate::text::{MONTHS, content_words, sentences};
@@ -528,6 +530,19 @@ fn asks_for_value(question: &str) -> bool {
             .any(|w| w == "what" || w == "what's")
 }
 
+/// Whether a question asks for a date: "When did…", "What date…", "Which year…".
+fn asks_for_date(question: &str) -> bool {
+    let ws = crate::text::words(question);
+    match ws.as_slice() {
+        [first, ..] if first == "when" => true,
+        [first, second, ..] => {
+            matches!(first.as_str(), "what" | "which")
+                && matches!(second.as_str(), "date" | "day" | "month" | "year")
+        }
+        _ => false,
+    }
+}
+
 /// Whether a question asks for a name: a "which", "where", "who" or "whose" question,
 /// where "what" may ask for a common noun ("What is Marta's favourite flavour?").
 fn asks_for_name(question: &str) -> bool {
@@ -550,6 +565,9 @@ struct Candidate {
     fact: bool,
     /// Whether the clause names a value.
     names: bool,
+    /// The date the clause, or else its sentence, names, relative dates made absolute
+    /// against when a raw turn was said ("last Fri" → "the Friday before 15 July 2023").
+    date: Option<String>,
     clause: String,
     id: FragmentId,
     rank: usize,
@@ -754,6 +772,14 @@ impl Answerer for EvidenceSpan {
             if support < MIN_COVERAGE {
                 continue;
             }
+            let date = [&clause, &sentence].into_iter().find_map(|text| {
+                let text = if fragment.granularity == Granularity::RawTurn {
+                    absolutise_dates(text, fragment.validity.from())
+                } else {
+                    text.clone()
+                };
+                date_phrase(&text).map(str::to_owned)
+            });
             candidates.push(Candidate {
                 support,
                 own,
@@ -769,6 +795,7 @@ impl Answerer for EvidenceSpan {
                 names: !values.is_empty()
                     || member
                     || (succeeding > 0.0 && !asks_for_name(question)),
+                date,
                 clause,
                 id: fragment.id,
                 rank,
@@ -778,6 +805,12 @@ impl Answerer for EvidenceSpan {
         // clause that names one, when any does.
         if asks_for_value(question) && candidates.iter().any(|c| c.names) {
             candidates.retain(|c| c.names);
+        }
+        // A question after a date is answered by one: the date of the best clause that
+        // names one, when any does.
+        let date_question = asks_for_date(question);
+        if date_question && candidates.iter().any(|c| c.date.is_some()) {
+            candidates.retain(|c| c.date.is_some());
         }
         let best = candidates.iter().map(|c| c.support).fold(0.0, f64::max);
         let chosen = candidates
@@ -795,20 +828,25 @@ impl Answerer for EvidenceSpan {
         // Nothing covers the question: a question after a named thing is answered by
         // the best-ranked clause of the top evidence that names a current value ("The
         // Rivian arrived" for "what truck does Victor drive now?").
-        let chosen = chosen.map(|c| (c.clause, c.id)).or_else(|| {
-            if !asks_for_value(question) {
-                return None;
-            }
-            clauses_of
-                .iter()
-                .filter(|(rank, _, clause, _)| {
-                    *rank < FALLBACK_TOP
-                        && !looks_past(clause)
-                        && named(clause, &names).iter().any(|v| !within_old(v, &old))
-                })
-                .min_by_key(|(rank, ..)| *rank)
-                .map(|(_, fragment, clause, _)| (clause.clone(), fragment.id))
-        });
+        let chosen = chosen
+            .map(|c| match c.date {
+                Some(date) if date_question => (date, c.id),
+                _ => (c.clause, c.id),
+            })
+            .or_else(|| {
+                if !asks_for_value(question) {
+                    return None;
+                }
+                clauses_of
+                    .iter()
+                    .filter(|(rank, _, clause, _)| {
+                        *rank < FALLBACK_TOP
+                            && !looks_past(clause)
+                            && named(clause, &names).iter().any(|v| !within_old(v, &old))
+                    })
+                    .min_by_key(|(rank, ..)| *rank)
+                    .map(|(_, fragment, clause, _)| (clause.clone(), fragment.id))
+            });
         Ok(match chosen {
             Some((text, id)) => Answer {
                 text,
@@ -965,6 +1003,17 @@ mod tests {
         assert!(within_old("city general", &old));
         assert!(!within_old("galaxy s23", &old));
         assert!(!within_old("st. mary's hospital", &old));
+    }
+
+    #[test]
+    fn when_and_what_date_questions_ask_for_a_date() {
+        assert!(asks_for_date(
+            "When did Caroline go to the LGBTQ support group?"
+        ));
+        assert!(asks_for_date("What year did Dana move to Porto?"));
+        assert!(asks_for_date("Which month is the wedding in?"));
+        assert!(!asks_for_date("What did Dana do on 7 May 2023?"));
+        assert!(!asks_for_date("How long has Dana had her friends for?"));
     }
 
     #[test]

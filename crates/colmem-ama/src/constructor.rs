@@ -14,7 +14,10 @@
 //!   id of the episode;
 //! - **profile entries** are stable preferences ("I love …", "my favourite … is …").
 
+use std::sync::LazyLock;
+
 use colmem_core::Timestamp;
+use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::change::key_attributes;
@@ -566,7 +569,81 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
             out.replace_range(pos..pos + phrase.len(), absolute);
         }
     }
-    out
+    // "last Fri" → "on the Friday before 15 July 2023".
+    let out = LAST_WEEKDAY.replace_all(&out, |c: &regex::Captures<'_>| {
+        let day = WEEKDAYS
+            .iter()
+            .find(|d| d.to_lowercase().starts_with(&c[1].to_lowercase()))
+            .copied()
+            .unwrap_or("day");
+        format!("on the {day} before {}", at(0))
+    });
+    // "two days ago" → "on 8 July 2023"; "two weekends ago" → "two weekends before
+    // 17 July 2023".
+    let out = AGO.replace_all(&out, |c: &regex::Captures<'_>| {
+        let count = &c[1];
+        let unit = c[2].to_lowercase();
+        match (unit.starts_with("day"), number(count)) {
+            (true, Some(n)) => format!("on {}", at(-n)),
+            _ => format!("{count} {unit} before {}", at(0)),
+        }
+    });
+    out.into_owned()
+}
+
+/// The weekdays, as dates name them.
+const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
+/// "last Friday", "last Tues".
+static LAST_WEEKDAY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\blast\s+(mon|tues?|wed|thu|thurs?|fri|sat|sun)(?:day|nesday|rsday|urday|sday)?\b",
+    )
+    .expect("constant pattern") // invariant: a constant, valid pattern
+});
+/// "two days ago", "a week ago", "three weekends ago".
+static AGO: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(a|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+(days?|weeks?|weekends?)\s+ago\b")
+        .expect("constant pattern") // invariant: a constant, valid pattern
+});
+/// A date as a text writes it: "7 May 2023", "June 6", "the week before 9 June 2023",
+/// "two weekends before 17 July 2023", "May 2023", "2022". Month names are capitalised
+/// ("it may rain" names no date).
+static DATE: LazyLock<Regex> = LazyLock::new(|| {
+    const MONTH: &str =
+        "(?:January|February|March|April|May|June|July|August|September|October|November|December)";
+    Regex::new(&format!(
+        r"(?:(?i:(?:the\s+)?(?:week|weekend|morning|night|evening|afternoon|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\s+(?:before|after|of)|(?:a|one|two|three|four|five|six|seven|eight|nine|ten|\d{{1,2}})\s+(?:days?|weeks?|weekends?)\s+before)\s+)?(?:\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}(?:,?\s+\d{{4}})?|\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\b{MONTH}\s+\d{{4}}|\b(?:19|20)\d{{2}})\b"
+    ))
+    .expect("constant pattern") // invariant: built from constant, valid parts
+});
+
+/// A count written as a word or in digits ("two", "a", "12").
+fn number(count: &str) -> Option<i64> {
+    const WORDS: [&str; 11] = [
+        "a", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    ];
+    let lower = count.to_lowercase();
+    WORDS
+        .iter()
+        .position(|w| *w == lower)
+        .map(|i| i.max(1) as i64)
+        .or_else(|| lower.parse().ok())
+}
+
+/// The first date `text` names, as written ("the week before 9 June 2023" of "Caroline
+/// gave a talk in the week before 9 June 2023").
+pub fn date_phrase(text: &str) -> Option<&str> {
+    DATE.find(text).map(|m| m.as_str())
 }
 
 /// The moment a sentence said at `said` looks ahead to, when it names one: "next month
@@ -996,6 +1073,62 @@ mod tests {
             absolutise_dates("I started last month.", january),
             "I started in December 2022."
         );
+    }
+
+    #[test]
+    fn a_weekday_or_a_count_of_days_ago_is_made_absolute() {
+        let said = Timestamp::parse("2023-07-15T12:00:00Z").unwrap();
+        assert_eq!(
+            absolutise_dates("Last Fri I took the kids to a pottery workshop.", said),
+            "on the Friday before 15 July 2023 I took the kids to a pottery workshop."
+        );
+        assert_eq!(
+            absolutise_dates("I joined an activist group last Tues.", said),
+            "I joined an activist group on the Tuesday before 15 July 2023."
+        );
+        assert_eq!(
+            absolutise_dates("I went to a conference two days ago", said),
+            "I went to a conference on 13 July 2023"
+        );
+        assert_eq!(
+            absolutise_dates("We went camping two weekends ago.", said),
+            "We went camping two weekends before 15 July 2023."
+        );
+        // Not a relative date.
+        assert_eq!(
+            absolutise_dates("The last fridge we had was loud.", said),
+            "The last fridge we had was loud."
+        );
+    }
+
+    #[test]
+    fn a_date_phrase_is_found_as_written() {
+        let cases = [
+            (
+                "Caroline went to a support group on 7 May 2023.",
+                Some("7 May 2023"),
+            ),
+            (
+                "Caroline gave a talk in the week before 9 June 2023.",
+                Some("the week before 9 June 2023"),
+            ),
+            (
+                "We went camping two weekends before 17 July 2023.",
+                Some("two weekends before 17 July 2023"),
+            ),
+            ("Abby's birthday is March 14.", Some("March 14")),
+            (
+                "The reunion is on the 4th of May, 2024.",
+                Some("4th of May, 2024"),
+            ),
+            ("Melanie painted that lake sunrise in 2022!", Some("2022")),
+            ("We're moving in August 2023.", Some("August 2023")),
+            ("Gate 12 may change.", None),
+            ("I drove 200,000 miles.", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(date_phrase(text), want, "{text}");
+        }
     }
 
     #[test]

@@ -1657,6 +1657,40 @@ fn answer_after(turns: &[(&str, &str, &str)], question: &str) -> String {
     world.ask(u, a, question, View::Current).0
 }
 
+/// "When…?" is answered with a date: the one the best clause names, a relative one made
+/// absolute against the day it was said.
+#[test]
+fn a_question_after_a_date_is_answered_with_one() {
+    let turns = [
+        (
+            "D1:1",
+            "Last Fri I finally took my kids to a pottery workshop.",
+            "2023-07-15",
+        ),
+        (
+            "D1:2",
+            "The pottery teacher said my bowl was the best in the workshop.",
+            "2023-07-15",
+        ),
+        (
+            "D1:3",
+            "I went to a conference about accessible design two days ago.",
+            "2023-07-20",
+        ),
+    ];
+    assert_eq!(
+        answer_after(&turns, "When did Dana go to the pottery workshop?"),
+        "the Friday before 15 July 2023"
+    );
+    assert_eq!(
+        answer_after(&turns, "When did Dana go to the design conference?"),
+        "18 July 2023"
+    );
+    // Not a question after a date: the clause answers.
+    let answer = answer_after(&turns, "What did the pottery teacher say?");
+    assert!(answer.contains("bowl"), "{answer:?}");
+}
+
 #[test]
 fn a_value_question_nothing_covers_is_answered_by_a_clause_naming_a_current_value() {
     let (world, u, a) = one_pair();
