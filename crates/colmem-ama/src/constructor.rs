@@ -602,8 +602,9 @@ const WEEKDAYS: [&str; 7] = [
     "Sunday",
 ];
 
-// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
 /// "last Friday", "last Tues".
+// invariant: the pattern is constant and valid; `Regex::new` cannot fail on it.
+#[allow(clippy::expect_used)]
 static LAST_WEEKDAY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?i)\blast\s+(mon|tues?|wed|thu|thurs?|fri|sat|sun)(?:day|nesday|rsday|urday|sday)?\b",
@@ -611,6 +612,8 @@ static LAST_WEEKDAY: LazyLock<Regex> = LazyLock::new(|| {
     .expect("constant pattern") // invariant: a constant, valid pattern
 });
 /// "two days ago", "a week ago", "three weekends ago".
+// invariant: the pattern is constant and valid; `Regex::new` cannot fail on it.
+#[allow(clippy::expect_used)]
 static AGO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(a|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+(days?|weeks?|weekends?)\s+ago\b")
         .expect("constant pattern") // invariant: a constant, valid pattern
@@ -618,6 +621,8 @@ static AGO: LazyLock<Regex> = LazyLock::new(|| {
 /// A date as a text writes it: "7 May 2023", "June 6", "the week before 9 June 2023",
 /// "two weekends before 17 July 2023", "May 2023", "2022". Month names are capitalised
 /// ("it may rain" names no date).
+// invariant: the pattern is built from constant, valid parts; `Regex::new` cannot fail on it.
+#[allow(clippy::expect_used)]
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
     const MONTH: &str =
         "(?:January|February|March|April|May|June|July|August|September|October|November|December)";
