@@ -158,12 +158,19 @@ fn load(dir: &Path) -> Result<Vec<Conversation>> {
         for conversation in &file.conversation {
             for question in &conversation.questions {
                 if let Some(id) = &question.changed_in {
+                    // At most the turn that first names the current value: the change
+                    // is told by then.
+                    let named = conversation
+                        .turns
+                        .iter()
+                        .position(|t| question.expect.iter().any(|e| contains(&t.text, e)))
+                        .map_or(conversation.turns.len(), |i| i + 1);
                     ensure!(
                         question.kind == QuestionKind::Current
-                            && turn_number(id)
-                                .is_some_and(|n| (1..=conversation.turns.len()).contains(&n)),
+                            && turn_number(id).is_some_and(|n| (1..=named).contains(&n)),
                         "{}: {}: `changed_in = {id:?}` must name a turn D1:n of the \
-                         conversation, on a current question",
+                         conversation, on a current question, no later than the first \
+                         turn naming an `expect` value",
                         path.display(),
                         conversation.id
                     );

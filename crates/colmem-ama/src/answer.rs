@@ -15,7 +15,7 @@
 //! a relative one made absolute against the day a raw turn was said ("last Fri" → "the
 //! Friday before 15 July 2023"). With a model, the evidence is the context of a prompt.
 
-use colmem_core::{Fragment, FragmentId, Granularity};
+use colmem_core::{Fragment, FragmentId, Granularity, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::change::{announces_change, announces_end, attributes};
@@ -773,8 +773,11 @@ impl Answerer for EvidenceSpan {
                 continue;
             }
             let date = [&clause, &sentence].into_iter().find_map(|text| {
-                let text = if fragment.granularity == Granularity::RawTurn {
-                    absolutise_dates(text, fragment.validity.from())
+                let said = fragment.validity.from();
+                // An untimed turn has nothing to make its relative dates absolute against.
+                let text = if fragment.granularity == Granularity::RawTurn && said != Timestamp::MIN
+                {
+                    absolutise_dates(text, said)
                 } else {
                     text.clone()
                 };
@@ -803,14 +806,13 @@ impl Answerer for EvidenceSpan {
         }
         // A question after a named thing ("which city", "where", "who") is answered by a
         // clause that names one, when any does.
-        if asks_for_value(question) && candidates.iter().any(|c| c.names) {
-            candidates.retain(|c| c.names);
-        }
-        // A question after a date is answered by one: the date of the best clause that
-        // names one, when any does.
+        // A question after a date ("what year…") is answered by one: the date of the
+        // best clause that names one, when any does.
         let date_question = asks_for_date(question);
         if date_question && candidates.iter().any(|c| c.date.is_some()) {
             candidates.retain(|c| c.date.is_some());
+        } else if asks_for_value(question) && candidates.iter().any(|c| c.names) {
+            candidates.retain(|c| c.names);
         }
         let best = candidates.iter().map(|c| c.support).fold(0.0, f64::max);
         let chosen = candidates

@@ -569,22 +569,29 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
             out.replace_range(pos..pos + phrase.len(), absolute);
         }
     }
-    // "last Fri" → "on the Friday before 15 July 2023".
+    // "last Fri" → "on the Friday before 15 July 2023"; not "the last Friday of the
+    // month", "every last Sunday".
     let out = LAST_WEEKDAY.replace_all(&out, |c: &regex::Captures<'_>| {
-        let day = WEEKDAYS
-            .iter()
-            .find(|d| d.to_lowercase().starts_with(&c[1].to_lowercase()))
-            .copied()
-            .unwrap_or("day");
-        format!("on the {day} before {}", at(0))
+        let whole = &c[0];
+        let at_match = c.get(0).map_or(0, |m| m.start());
+        let before = out[..at_match].to_lowercase();
+        let after = out[at_match + whole.len()..].to_lowercase();
+        let day = WEEKDAYS.iter().find(|d| d.starts_with(&c[1])).filter(|_| {
+            !(before.ends_with("the ") || before.ends_with("every "))
+                && !after.trim_start().starts_with("of ")
+        });
+        match day {
+            Some(day) => format!("on the {day} before {}", at(0)),
+            None => whole.to_owned(),
+        }
     });
     // "two days ago" → "on 8 July 2023"; "two weekends ago" → "two weekends before
     // 17 July 2023".
     let out = AGO.replace_all(&out, |c: &regex::Captures<'_>| {
         let count = &c[1];
         let unit = c[2].to_lowercase();
-        match (unit.starts_with("day"), number(count)) {
-            (true, Some(n)) => format!("on {}", at(-n)),
+        match number(count) {
+            Some(n) if unit.starts_with("day") => format!("on {}", at(-n)),
             _ => format!("{count} {unit} before {}", at(0)),
         }
     });
@@ -602,43 +609,63 @@ const WEEKDAYS: [&str; 7] = [
     "Sunday",
 ];
 
-/// "last Friday", "last Tues".
+/// Counts written as words, "a" for one.
+const COUNTS: [&str; 11] = [
+    "a", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+];
+
+/// A count of days, weeks or weekends, in words or digits.
+fn count_pattern() -> String {
+    format!(r"(?:{}|\d{{1,2}})", COUNTS.join("|"))
+}
+
+/// "last Friday", "last Tues": a capitalised day, as dates write it ("I last sat on a
+/// horse" names none).
 // invariant: the pattern is constant and valid; `Regex::new` cannot fail on it.
 #[allow(clippy::expect_used)]
 static LAST_WEEKDAY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\blast\s+(mon|tues?|wed|thu|thurs?|fri|sat|sun)(?:day|nesday|rsday|urday|sday)?\b",
+        r"\b(?i:last)\s+(Mon|Tues?|Wed|Thu|Thurs?|Fri|Sat|Sun)(?:day|nesday|rsday|urday|sday)?\b",
     )
     .expect("constant pattern") // invariant: a constant, valid pattern
 });
 /// "two days ago", "a week ago", "three weekends ago".
-// invariant: the pattern is constant and valid; `Regex::new` cannot fail on it.
+// invariant: the pattern is built from constant, valid parts; `Regex::new` cannot fail on it.
 #[allow(clippy::expect_used)]
 static AGO: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(a|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+(days?|weeks?|weekends?)\s+ago\b")
-        .expect("constant pattern") // invariant: a constant, valid pattern
+    Regex::new(&format!(
+        r"(?i)\b({})\s+(days?|weeks?|weekends?)\s+ago\b",
+        count_pattern()
+    ))
+    .expect("constant pattern") // invariant: built from constant, valid parts
 });
 /// A date as a text writes it: "7 May 2023", "June 6", "the week before 9 June 2023",
-/// "two weekends before 17 July 2023", "May 2023", "2022". Month names are capitalised
+/// "two weekends before 17 July 2023", "May 2023". Month and day names are capitalised
 /// ("it may rain" names no date).
 // invariant: the pattern is built from constant, valid parts; `Regex::new` cannot fail on it.
 #[allow(clippy::expect_used)]
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
-    const MONTH: &str =
-        "(?:January|February|March|April|May|June|July|August|September|October|November|December)";
+    let month = format!("(?:{})", MONTH_NAMES.join("|"));
+    let weekday = WEEKDAYS.join("|");
     Regex::new(&format!(
-        r"(?:(?i:(?:the\s+)?(?:week|weekend|morning|night|evening|afternoon|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\s+(?:before|after|of)|(?:a|one|two|three|four|five|six|seven|eight|nine|ten|\d{{1,2}})\s+(?:days?|weeks?|weekends?)\s+before)\s+)?(?:\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}(?:,?\s+\d{{4}})?|\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\b{MONTH}\s+\d{{4}}|\b(?:19|20)\d{{2}})\b"
+        r"(?:(?:(?i:the)\s+)?(?:(?i:week|weekend|morning|night|evening|afternoon)|{weekday})\s+(?i:before|after|of)\s+|(?i:{count})\s+(?i:days?|weeks?|weekends?)\s+(?i:before)\s+)?(?:\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{month}(?:,?\s+\d{{4}})?|\b{month}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\b{month}\s+\d{{4}})\b",
+        count = count_pattern(),
     ))
     .expect("constant pattern") // invariant: built from constant, valid parts
+});
+/// A year that dates something: "in 2022", "since 2019", "back in 1998"; not "my 1967
+/// Mustang" or "2000 miles".
+// invariant: the pattern is constant and valid; `Regex::new` cannot fail on it.
+#[allow(clippy::expect_used)]
+static YEAR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?i:in|since|during|from|until|around|of)\s+((?:19|20)\d{2})\b")
+        .expect("constant pattern") // invariant: a constant, valid pattern
 });
 
 /// A count written as a word or in digits ("two", "a", "12").
 fn number(count: &str) -> Option<i64> {
-    const WORDS: [&str; 11] = [
-        "a", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    ];
     let lower = count.to_lowercase();
-    WORDS
+    COUNTS
         .iter()
         .position(|w| *w == lower)
         .map(|i| i.max(1) as i64)
@@ -646,9 +673,12 @@ fn number(count: &str) -> Option<i64> {
 }
 
 /// The first date `text` names, as written ("the week before 9 June 2023" of "Caroline
-/// gave a talk in the week before 9 June 2023").
+/// gave a talk in the week before 9 June 2023"); else the year it dates something in
+/// ("2022" of "painted in 2022").
 pub fn date_phrase(text: &str) -> Option<&str> {
-    DATE.find(text).map(|m| m.as_str())
+    DATE.find(text)
+        .or_else(|| YEAR.captures(text).and_then(|c| c.get(1)))
+        .map(|m| m.as_str())
 }
 
 /// The moment a sentence said at `said` looks ahead to, when it names one: "next month
@@ -1100,10 +1130,14 @@ mod tests {
             "We went camping two weekends before 15 July 2023."
         );
         // Not a relative date.
-        assert_eq!(
-            absolutise_dates("The last fridge we had was loud.", said),
-            "The last fridge we had was loud."
-        );
+        for text in [
+            "The last fridge we had was loud.",
+            "I last sat on a horse in 2010.",
+            "Payday is the last Friday of the month.",
+            "We soaked up the last sun of the year.",
+        ] {
+            assert_eq!(absolutise_dates(text, said), text);
+        }
     }
 
     #[test]
@@ -1130,6 +1164,8 @@ mod tests {
             ("We're moving in August 2023.", Some("August 2023")),
             ("Gate 12 may change.", None),
             ("I drove 200,000 miles.", None),
+            ("My 1967 Mustang needs 2000 dollars of work.", None),
+            ("We have lived here since 2019.", Some("2019")),
         ];
         for (text, want) in cases {
             assert_eq!(date_phrase(text), want, "{text}");

@@ -275,9 +275,9 @@ pub struct Remembered {
     pub superseded: Vec<(FragmentId, FragmentId)>,
     /// Fragments deleted on the user's explicit instruction.
     pub deleted: Vec<FragmentId>,
-    /// Fragments the instruction named that the delete rule kept: the agent may read
-    /// them but not write their scope (a `Global` fragment, say, that only a global
-    /// writer may change). An agent that may is needed to delete them.
+    /// Fragments the instruction named that the delete rule kept: this caller may not
+    /// delete them (it may not write their scope, say a `Global` fragment only a global
+    /// writer may change). A caller that may is needed to delete them.
     pub refused: Vec<FragmentId>,
     /// `true` when an earlier call with the same idempotency key had remembered the
     /// turn: nothing was written now and `written` holds what that call wrote.
@@ -289,8 +289,8 @@ pub struct Remembered {
 pub struct Deletion {
     /// Fragments deleted.
     pub deleted: Vec<FragmentId>,
-    /// Fragments the delete rule kept: the agent may read them but not write their
-    /// scope. An agent that may is needed to delete them.
+    /// Fragments the delete rule kept: this caller may not delete them (it may not
+    /// write their scope, say). A caller that may is needed to delete them.
     pub refused: Vec<FragmentId>,
 }
 
@@ -425,22 +425,26 @@ impl Pipeline {
                 .iter()
                 .filter_map(|id| mine.iter().find(|f| f.id == *id))
                 .collect();
-            let Deletion { deleted, refused } = self.delete_all(caller, &targets)?;
+            // An episode still open would summarise the forgotten turns when it closes,
+            // in a scope this agent may write: they leave it first, whatever the
+            // deletions below come to (a target the delete rule keeps is no licence to
+            // write it again; a store failure part-way must not bring them back).
             let forgotten_turns: Vec<&String> = targets
                 .iter()
-                .filter(|f| deleted.contains(&f.id))
                 .flat_map(|f| &f.provenance.source.turns)
                 .collect();
-            // An episode still open would summarise the forgotten turns when it closes.
-            let mut open = self
-                .open_episodes
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            for ((user, _), buffer) in open.iter_mut() {
-                if *user == caller.user() {
-                    buffer.retain(|t| !forgotten_turns.contains(&&t.dialogue_id));
+            {
+                let mut open = self
+                    .open_episodes
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                for ((user, _), buffer) in open.iter_mut() {
+                    if *user == caller.user() {
+                        buffer.retain(|t| !forgotten_turns.contains(&&t.dialogue_id));
+                    }
                 }
             }
+            let Deletion { deleted, refused } = self.delete_all(caller, &targets)?;
             // The instruction itself is not kept: it would recall what it forgets.
             return Ok(Remembered {
                 deleted,
@@ -969,6 +973,10 @@ impl Pipeline {
             match self.delete(caller, f) {
                 Ok(()) => out.deleted.push(f.id),
                 Err(e) if e.kind() == colmem_core::ErrorKind::Forbidden => out.refused.push(f.id),
+                // Deleted meanwhile (by another session's retention, say): gone already.
+                Err(Error::Store(colmem_store::Error::NotCurrent {
+                    state: "deleted", ..
+                })) => {}
                 Err(e) => return Err(e),
             }
         }

@@ -316,11 +316,12 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         }))?;
     } else {
         println!(
-            "remembered {} turn(s): {} fragment(s) written, {} superseded, {} deleted",
+            "remembered {} turn(s): {} fragment(s) written, {} superseded, {} deleted, {} kept by the delete rule",
             texts.len(),
             written.len(),
             superseded.len(),
-            deleted.len()
+            deleted.len(),
+            refused.len()
         );
         if !written.is_empty() {
             let ids: Vec<String> = written.iter().map(|id| id.to_string()).collect();

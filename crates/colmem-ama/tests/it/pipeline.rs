@@ -1677,6 +1677,11 @@ fn a_question_after_a_date_is_answered_with_one() {
             "I went to a conference about accessible design two days ago.",
             "2023-07-20",
         ),
+        (
+            "D1:4",
+            "We moved to Porto back in 2019, and Lisbon is a short train away.",
+            "2023-07-21",
+        ),
     ];
     assert_eq!(
         answer_after(&turns, "When did Dana go to the pottery workshop?"),
@@ -1685,6 +1690,11 @@ fn a_question_after_a_date_is_answered_with_one() {
     assert_eq!(
         answer_after(&turns, "When did Dana go to the design conference?"),
         "18 July 2023"
+    );
+    // A question after a value and a date at once: the date answers.
+    assert_eq!(
+        answer_after(&turns, "What year did Dana move to Porto?"),
+        "2019"
     );
     // Not a question after a date: the clause answers.
     let answer = answer_after(&turns, "What did the pottery teacher say?");
