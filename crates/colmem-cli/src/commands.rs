@@ -48,6 +48,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             import_locomo(&cli, path, agent, *limit)
         }
         Command::Reindex => reindex(&cli),
+        Command::Retention(args) => retention(&cli, &args.party, args.json),
         Command::Explain(args) => explain(&cli, &args.party, &args.fragment, args.json),
         Command::Export(args) => export(&cli, args.output.as_deref(), args.vectors),
         Command::Backup(args) => backup(&cli, &args.dest),
@@ -327,13 +328,7 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
             let ids: Vec<String> = written.iter().map(|id| id.to_string()).collect();
             println!("written: {}", ids.join(" "));
         }
-        if !refused.is_empty() {
-            let ids: Vec<String> = refused.iter().map(|id| id.to_string()).collect();
-            println!(
-                "kept by the delete rule (this agent may not write their scope): {}",
-                ids.join(" ")
-            );
-        }
+        print_refused(&refused);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -764,6 +759,45 @@ fn reindex(cli: &Cli) -> Result<ExitCode> {
         report.catch_up.indexed
     );
     Ok(ExitCode::SUCCESS)
+}
+
+fn retention(cli: &Cli, party: &Party, as_json: bool) -> Result<ExitCode> {
+    let memory = open(cli)?;
+    let config = config(cli)?;
+    let Some(limit) = config.pipeline.retention_ms else {
+        return Err(invalid(
+            "no retention is configured: set [pipeline] retention_ms (see docs/config.md)",
+        ));
+    };
+    let session = session(&memory, party)?;
+    let done = session.enforce_retention()?;
+    memory.flush()?;
+    if as_json {
+        print_json(&json!({
+            "retention_ms": limit,
+            "deleted": done.deleted,
+            "refused": done.refused,
+        }))?;
+    } else {
+        println!(
+            "retention of {limit} ms: {} fragment(s) deleted, {} kept by the delete rule",
+            done.deleted.len(),
+            done.refused.len()
+        );
+        print_refused(&done.refused);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Lists the fragments the delete rule kept, if any.
+fn print_refused(refused: &[FragmentId]) {
+    if !refused.is_empty() {
+        let ids: Vec<String> = refused.iter().map(|id| id.to_string()).collect();
+        println!(
+            "kept by the delete rule (this agent may not delete them): {}",
+            ids.join(" ")
+        );
+    }
 }
 
 fn explain(cli: &Cli, party: &Party, fragment: &str, as_json: bool) -> Result<ExitCode> {

@@ -55,6 +55,8 @@ pub enum Command {
     Import(ImportCommand),
     /// Re-embed stored text with the configured embedder (after it changed) and rebuild the indexes.
     Reindex,
+    /// Delete what a user served by an agent recorded longer ago than `[pipeline] retention_ms`.
+    Retention(RetentionArgs),
     /// Say why a fragment is or is not visible to a user served by an agent now.
     Explain(ExplainArgs),
     /// Write every stored fragment as JSON lines.
@@ -360,6 +362,16 @@ pub enum ImportCommand {
         #[arg(long)]
         limit: Option<usize>,
     },
+}
+
+/// `retention`
+#[derive(Debug, Args)]
+pub struct RetentionArgs {
+    #[command(flatten)]
+    pub party: Party,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `explain`

@@ -621,6 +621,35 @@ fn import_locomo_reads_dialogue_turns_only() {
 }
 
 #[test]
+fn retention_deletes_what_is_older_than_the_configured_limit() {
+    let mut env = Env::with_alice();
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "I collect vintage typewriters.",
+    ]);
+    let party = ["--user", "alice", "--agent", "helper"];
+    let err = env.fails(&[&["retention"][..], &party].concat(), 3);
+    assert!(err.contains("retention_ms"), "{err}");
+    env.vars
+        .push(("COLMEM_PIPELINE__RETENTION_MS".into(), "3600000".into()));
+    let kept = env.json(&[&["retention"][..], &party, &["--json"]].concat());
+    assert_eq!(kept["deleted"], serde_json::json!([]), "{kept}");
+    assert!(!recall_contents(&env, "alice", "helper", "typewriters").is_empty());
+    env.vars.pop();
+    env.vars
+        .push(("COLMEM_PIPELINE__RETENTION_MS".into(), "1".into()));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let done = env.json(&[&["retention"][..], &party, &["--json"]].concat());
+    assert!(!done["deleted"].as_array().unwrap().is_empty(), "{done}");
+    assert_eq!(done["refused"], serde_json::json!([]), "{done}");
+    assert!(recall_contents(&env, "alice", "helper", "typewriters").is_empty());
+}
+
+#[test]
 fn reindex_re_embeds_after_the_embedder_changed() {
     let mut env = Env::with_alice();
     env.ok(&[
