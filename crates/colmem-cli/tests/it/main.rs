@@ -105,6 +105,11 @@ impl Env {
         out.stderr
     }
 
+    /// alice tells helper `text`; returns stdout.
+    fn alice_tells_helper(&self, text: &str) -> String {
+        self.ok(&["remember", "--user", "alice", "--agent", "helper", text])
+    }
+
     fn json(&self, args: &[&str]) -> Value {
         let stdout = self.ok(args);
         serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
@@ -178,14 +183,7 @@ fn a_keyed_remember_run_twice_writes_once() {
 #[test]
 fn remember_then_recall_as_a_table_and_as_json() {
     let env = Env::with_alice();
-    let out = env.ok(&[
-        "remember",
-        "--user",
-        "alice",
-        "--agent",
-        "helper",
-        "My favourite food is ramen and I live in Lisbon.",
-    ]);
+    let out = env.alice_tells_helper("My favourite food is ramen and I live in Lisbon.");
     assert!(out.contains("fragment(s) written"), "{out}");
     let stdin = "I adopted a dog named Pixel last spring.\n\nMy sister works as a nurse.\n";
     let out = env.run_with(
@@ -219,14 +217,7 @@ fn remember_then_recall_as_a_table_and_as_json() {
 #[test]
 fn a_forbidden_recall_exits_5_and_a_revocation_takes_effect_on_the_next_read() {
     let env = Env::with_alice();
-    env.ok(&[
-        "remember",
-        "--user",
-        "alice",
-        "--agent",
-        "helper",
-        "My passport number is in the blue drawer.",
-    ]);
+    env.alice_tells_helper("My passport number is in the blue drawer.");
     let err = env.fails(
         &[
             "recall", "--user", "alice", "--agent", "outsider", "passport",
@@ -287,14 +278,7 @@ fn knowledge_follows_the_agents_that_made_it() {
 #[test]
 fn a_second_writer_gets_a_clear_error_while_readers_still_work() {
     let env = Env::with_alice();
-    env.ok(&[
-        "remember",
-        "--user",
-        "alice",
-        "--agent",
-        "helper",
-        "The meeting is on Friday.",
-    ]);
+    env.alice_tells_helper("The meeting is on Friday.");
     let holder = colmem::Memory::open(&env.dir, colmem::Config::default()).unwrap();
     let err = env.fails(
         &[
@@ -319,14 +303,7 @@ fn a_second_writer_gets_a_clear_error_while_readers_still_work() {
     assert!(env.ok(&["audit", "verify"]).starts_with("intact"));
     assert!(!env.ok(&["export"]).is_empty());
     drop(holder);
-    env.ok(&[
-        "remember",
-        "--user",
-        "alice",
-        "--agent",
-        "helper",
-        "More words.",
-    ]);
+    env.alice_tells_helper("More words.");
 }
 
 #[test]
@@ -459,14 +436,7 @@ fn audit_tail_verify_matrix_and_who_could_see() {
 #[test]
 fn a_damaged_audit_chain_exits_9() {
     let env = Env::with_alice();
-    env.ok(&[
-        "remember",
-        "--user",
-        "alice",
-        "--agent",
-        "helper",
-        "Something to audit here.",
-    ]);
+    env.alice_tells_helper("Something to audit here.");
     // Edit an entry behind colmem's back: its hash no longer matches.
     let raw = rusqlite::Connection::open(env.dir.join("colmem.db")).unwrap();
     raw.execute("UPDATE audit SET at = at + 1 WHERE seq = 2", [])
@@ -523,14 +493,7 @@ fn explain_names_the_deciding_condition() {
 #[test]
 fn export_writes_every_fragment_as_json_lines_and_backup_copies_the_store() {
     let env = Env::with_alice();
-    env.ok(&[
-        "remember",
-        "--user",
-        "alice",
-        "--agent",
-        "helper",
-        "I play the cello on Sundays.",
-    ]);
+    env.alice_tells_helper("I play the cello on Sundays.");
     let lines = env.ok(&["export"]);
     let fragments: Vec<Value> = lines
         .lines()
@@ -623,14 +586,7 @@ fn import_locomo_reads_dialogue_turns_only() {
 #[test]
 fn retention_deletes_what_is_older_than_the_configured_limit() {
     let mut env = Env::with_alice();
-    env.ok(&[
-        "remember",
-        "--user",
-        "alice",
-        "--agent",
-        "helper",
-        "I collect vintage typewriters.",
-    ]);
+    env.alice_tells_helper("I collect vintage typewriters.");
     let party = ["--user", "alice", "--agent", "helper"];
     let err = env.fails(&[&["retention"][..], &party].concat(), 3);
     assert!(err.contains("retention_ms"), "{err}");
@@ -652,14 +608,7 @@ fn retention_deletes_what_is_older_than_the_configured_limit() {
 #[test]
 fn reindex_re_embeds_after_the_embedder_changed() {
     let mut env = Env::with_alice();
-    env.ok(&[
-        "remember",
-        "--user",
-        "alice",
-        "--agent",
-        "helper",
-        "I collect vintage typewriters.",
-    ]);
+    env.alice_tells_helper("I collect vintage typewriters.");
     env.vars.push(("COLMEM_EMBEDDER__DIM".into(), "64".into()));
     let out = env.ok(&["reindex"]);
     assert!(out.contains("d64"), "{out}");
