@@ -577,8 +577,9 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
         let before = out[..at_match].to_lowercase();
         let after = out[at_match + whole.len()..].to_lowercase();
         let day = WEEKDAYS.iter().find(|d| d.starts_with(&c[1])).filter(|_| {
-            !(before.ends_with("the ") || before.ends_with("every "))
-                && !after.trim_start().starts_with("of ")
+            !(before.ends_with("the ")
+                || before.ends_with("every ")
+                || after.trim_start().starts_with("of "))
         });
         match day {
             Some(day) => format!("on the {day} before {}", at(0)),
