@@ -548,7 +548,7 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
             .map(|(_, rest)| rest.to_owned())
             .unwrap_or(full)
     };
-    let replacements: [(&str, String); 12] = [
+    let replacements: [(&str, String); 14] = [
         ("the day before yesterday", format!("on {}", at(-2))),
         ("yesterday", format!("on {}", at(-1))),
         ("today", format!("on {}", at(0))),
@@ -561,6 +561,8 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
         ("last month", format!("in {}", month_of(-1))),
         ("last year", format!("in {}", year(-1))),
         ("next month", format!("in {}", month_of(1))),
+        ("this month", format!("in {}", month_of(0))),
+        ("this weekend", format!("on the weekend of {}", at(0))),
     ];
     let mut out = sentence.to_owned();
     for (phrase, absolute) in replacements.iter() {
@@ -1129,6 +1131,14 @@ mod tests {
         assert_eq!(
             absolutise_dates("We went camping two weekends ago.", said),
             "We went camping two weekends before 15 July 2023."
+        );
+        assert_eq!(
+            absolutise_dates("I'm going to a conference this month.", said),
+            "I'm going to a conference in July 2023."
+        );
+        assert_eq!(
+            absolutise_dates("We're hiking this weekend.", said),
+            "We're hiking on the weekend of 15 July 2023."
         );
         // Not a relative date.
         for text in [
