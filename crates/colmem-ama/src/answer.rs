@@ -685,6 +685,7 @@ impl Answerer for EvidenceSpan {
         // theirs holds that): "How does Dana feel about towing?" is not answered by
         // what replaced "Dana's Ford F-150 is perfect for hauling lumber".
         let value_question = asks_for_value(question);
+        let date_question = asks_for_date(question);
         let person_stems: Vec<String> = names.iter().map(|n| stem(n)).collect();
         let unnamed = Asked {
             topic: asked
@@ -772,17 +773,21 @@ impl Answerer for EvidenceSpan {
             if support < MIN_COVERAGE {
                 continue;
             }
-            let date = [&clause, &sentence].into_iter().find_map(|text| {
-                let said = fragment.validity.from();
-                // An untimed turn has nothing to make its relative dates absolute against.
-                let text = if fragment.granularity == Granularity::RawTurn && said != Timestamp::MIN
-                {
-                    absolutise_dates(text, said)
-                } else {
-                    text.clone()
-                };
-                date_phrase(&text).map(str::to_owned)
-            });
+            // Only a question after a date reads it. An untimed turn has nothing to make
+            // its relative dates absolute against.
+            let said = fragment.validity.from();
+            let relative = fragment.granularity == Granularity::RawTurn && said != Timestamp::MIN;
+            let date = [&clause, &sentence]
+                .into_iter()
+                .filter(|_| date_question)
+                .find_map(|text| {
+                    let text = if relative {
+                        absolutise_dates(text, said)
+                    } else {
+                        text.clone()
+                    };
+                    date_phrase(&text).map(str::to_owned)
+                });
             candidates.push(Candidate {
                 support,
                 own,
@@ -804,11 +809,10 @@ impl Answerer for EvidenceSpan {
                 rank,
             });
         }
-        // A question after a named thing ("which city", "where", "who") is answered by a
-        // clause that names one, when any does.
         // A question after a date ("what year…") is answered by one: the date of the
-        // best clause that names one, when any does.
-        let date_question = asks_for_date(question);
+        // best clause that names one, when any does. Otherwise a question after a named
+        // thing ("which city", "where", "who") is answered by a clause that names one,
+        // when any does.
         if date_question && candidates.iter().any(|c| c.date.is_some()) {
             candidates.retain(|c| c.date.is_some());
         } else if asks_for_value(question) && candidates.iter().any(|c| c.names) {

@@ -20,7 +20,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::text::{content_words, lexicon_words, words};
+use crate::text::{constant_regex, content_words, lexicon_words, words};
 use crate::values::is_occupation;
 
 /// Attributes of a person that change over time, with the words that signal each.
@@ -894,23 +894,17 @@ pub fn is_correction(text: &str) -> bool {
         || OPENING_ACTUALLY.is_match(&lower)
 }
 
-// invariant: the pattern below is constant and valid; `Regex::new` cannot fail on it.
-#[allow(clippy::expect_used)]
 static OPENING_ACTUALLY: LazyLock<Regex> = LazyLock::new(|| {
     // "Actually, I live in Lyon", "oh wait, actually it's Tuesday": "actually" opening
     // what is said corrects; inside a sentence ("I actually went", "yeah actually -
     // creating gaming content") it only stresses.
-    Regex::new(
+    constant_regex(
         r#"(?:^|[.!?;:\u{2014}\u{2013}-]\s*|\b(?:nah|oh|wait|sorry|hmm|um|well|ok|okay)\b[,!]?\s+|\bno[,!]\s+)actually\b"#,
     )
-        .expect("constant pattern") // invariant: a constant, valid pattern
 });
 
-// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
-#[allow(clippy::expect_used)]
-static NOT_BUT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\bnot\s+\w+(?:\s+\w+)?\s*,?\s*but\b|\b\w+,\s+not\s+\w+").expect("constant pattern") // invariant: a constant, valid pattern
-});
+static NOT_BUT: LazyLock<Regex> =
+    LazyLock::new(|| constant_regex(r"\bnot\s+\w+(?:\s+\w+)?\s*,?\s*but\b|\b\w+,\s+not\s+\w+"));
 
 /// What a user asked the memory to forget.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -923,10 +917,8 @@ pub struct ForgetInstruction {
     pub past: bool,
 }
 
-// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
-#[allow(clippy::expect_used)]
 static FORGET: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+    constant_regex(
         r"(?x)
         (?:^|[.!?;,:]\s*|\b(?:please|pls|kindly|so|and|just|also|now|can\ you|could\ you|would\ you|you\ can|you\ may|feel\ free\ to|go\ ahead\ and|i\ want\ you\ to|i'd\ like\ you\ to|i\ need\ you\ to)\s+)
         (?P<verb>
@@ -937,16 +929,12 @@ static FORGET: LazyLock<Regex> = LazyLock::new(|| {
         )\b
         (?P<rest>[^.!?;]*)",
     )
-    .expect("constant pattern") // invariant: a constant, valid pattern
 });
 
-// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
-#[allow(clippy::expect_used)]
 static I_WANT_FORGOTTEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+    constant_regex(
         r"\bi\s+(?:don't|do\s+not|dont)\s+want\s+you\s+to\s+(?:remember|keep|store|know)\b(?P<rest>[^.!?;]*)",
     )
-    .expect("constant pattern") // invariant: a constant, valid pattern
 });
 
 /// Words that name something the memory holds, the object a loose forget verb needs.
@@ -1166,26 +1154,20 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
 /// with which a text calls its value a past one ("my old number was …").
 pub const PAST_WORDS: &[&str] = &["old", "previous", "former", "prior"];
 
-// invariant: the pattern is built from constant words and is valid.
-#[allow(clippy::expect_used)]
 static PAST_VALUE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(&format!(
+    constant_regex(&format!(
         r"\b(?:my|the|our|his|her|their|that|those)\s+(?:{})\s+(?:[a-z]+)\b",
         PAST_WORDS.join("|")
     ))
-    .expect("constant pattern") // invariant: built from constant words
 });
 
-// invariant: the pattern is built from constant words and is valid.
-#[allow(clippy::expect_used)]
 static BOTH_VALUES: LazyLock<Regex> = LazyLock::new(|| {
     // "my old and new numbers", "the old number and my new one", "both numbers",
     // "…, and the new one too".
-    Regex::new(&format!(
+    constant_regex(&format!(
         r"\b(?:{})\s+(?:and|or|&)\s+(?:new|current)\b|\b(?:and|or)\s+(?:(?:the|my|our)\s+)?(?:new|current)\b|\bboth\b|\b(?:too|as\s+well)\s*$",
         PAST_WORDS.join("|")
     ))
-    .expect("constant pattern") // invariant: built from constant words
 });
 
 /// Whether an instruction asks to forget only what was replaced ("forget the old
@@ -1202,25 +1184,20 @@ fn topic_words(text: &str) -> Vec<String> {
         .collect()
 }
 
-// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
-#[allow(clippy::expect_used)]
 static TOLD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:told\s+you|said|mentioned|shared|gave\s+you|typed|wrote\s+down)\b")
-        .expect("constant pattern") // invariant: a constant, valid pattern
+    constant_regex(r"\b(?:told\s+you|said|mentioned|shared|gave\s+you|typed|wrote\s+down)\b")
 });
 
-// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
-#[allow(clippy::expect_used)]
 static RETRACTED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:ignore\s+(?:him|her|them|that|this)\b|never\s*mind\b|disregard\s+(?:that|this)\b|keep\s+(?:all|everything)\b|(?:that|it|this)\s+(?:wasn't|was\s+not)\s+me\b|(?:that|it|this)\s+was\s+(?:my|our)\s+(?:son|daughter|kids?|child|toddler|husband|wife|partner|brother|sister|roommate|flatmate|friend|cat|dog)\b)")
-        .expect("constant pattern") // invariant: a constant, valid pattern
+    constant_regex(
+        r"\b(?:ignore\s+(?:him|her|them|that|this)\b|never\s*mind\b|disregard\s+(?:that|this)\b|keep\s+(?:all|everything)\b|(?:that|it|this)\s+(?:wasn't|was\s+not)\s+me\b|(?:that|it|this)\s+was\s+(?:my|our)\s+(?:son|daughter|kids?|child|toddler|husband|wife|partner|brother|sister|roommate|flatmate|friend|cat|dog)\b)",
+    )
 });
 
-// invariant: the patterns below are constant and valid; `Regex::new` cannot fail on them.
-#[allow(clippy::expect_used)]
 static EVERYTHING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*(?:about\s+)?(?:everything|all\s+(?:of\s+)?(?:it|that|this|my\s+data|my\s+info|you\s+know|i\s+(?:said|told\s+you))|all\s+memories|all\s+about\s+me)\b")
-        .expect("constant pattern") // invariant: a constant, valid pattern
+    constant_regex(
+        r"^\s*(?:about\s+)?(?:everything|all\s+(?:of\s+)?(?:it|that|this|my\s+data|my\s+info|you\s+know|i\s+(?:said|told\s+you))|all\s+memories|all\s+about\s+me)\b",
+    )
 });
 
 /// Words in a forget instruction that do not name its topic.
@@ -1349,6 +1326,19 @@ fn is_elision(rest: &[char]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_constant_pattern_compiles() {
+        LazyLock::force(&OPENING_ACTUALLY);
+        LazyLock::force(&NOT_BUT);
+        LazyLock::force(&FORGET);
+        LazyLock::force(&I_WANT_FORGOTTEN);
+        LazyLock::force(&PAST_VALUE);
+        LazyLock::force(&BOTH_VALUES);
+        LazyLock::force(&TOLD);
+        LazyLock::force(&RETRACTED);
+        LazyLock::force(&EVERYTHING);
+    }
 
     #[test]
     fn actually_corrects_only_when_it_opens_what_is_said() {

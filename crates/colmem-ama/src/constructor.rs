@@ -22,7 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::change::key_attributes;
 use crate::error::Result;
-use crate::text::{content_words, find_phrase, jaccard, keywords, map_words, sentences, words};
+use crate::text::{
+    constant_regex, content_words, find_phrase, jaccard, keywords, map_words, sentences, words,
+};
 
 /// One dialogue turn as the constructor sees it.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -624,45 +626,33 @@ fn count_pattern() -> String {
 
 /// "last Friday", "last Tues": a capitalised day, as dates write it ("I last sat on a
 /// horse" names none).
-// invariant: the pattern is constant and valid; `Regex::new` cannot fail on it.
-#[allow(clippy::expect_used)]
 static LAST_WEEKDAY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+    constant_regex(
         r"\b(?i:last)\s+(Mon|Tues?|Wed|Thu|Thurs?|Fri|Sat|Sun)(?:day|nesday|rsday|urday|sday)?\b",
     )
-    .expect("constant pattern") // invariant: a constant, valid pattern
 });
 /// "two days ago", "a week ago", "three weekends ago".
-// invariant: the pattern is built from constant, valid parts; `Regex::new` cannot fail on it.
-#[allow(clippy::expect_used)]
 static AGO: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(&format!(
+    constant_regex(&format!(
         r"(?i)\b({})\s+(days?|weeks?|weekends?)\s+ago\b",
         count_pattern()
     ))
-    .expect("constant pattern") // invariant: built from constant, valid parts
 });
 /// A date as a text writes it: "7 May 2023", "June 6", "the week before 9 June 2023",
 /// "two weekends before 17 July 2023", "May 2023". Month and day names are capitalised
 /// ("it may rain" names no date).
-// invariant: the pattern is built from constant, valid parts; `Regex::new` cannot fail on it.
-#[allow(clippy::expect_used)]
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
     let month = format!("(?:{})", MONTH_NAMES.join("|"));
     let weekday = WEEKDAYS.join("|");
-    Regex::new(&format!(
+    constant_regex(&format!(
         r"(?:(?:(?i:the)\s+)?(?:(?i:week|weekend|morning|night|evening|afternoon)|{weekday})\s+(?i:before|after|of)\s+|(?i:{count})\s+(?i:days?|weeks?|weekends?)\s+(?i:before)\s+)?(?:\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{month}(?:,?\s+\d{{4}})?|\b{month}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\b{month}\s+\d{{4}})\b",
         count = count_pattern(),
     ))
-    .expect("constant pattern") // invariant: built from constant, valid parts
 });
 /// A year that dates something: "in 2022", "since 2019", "back in 1998"; not "my 1967
 /// Mustang" or "2000 miles".
-// invariant: the pattern is constant and valid; `Regex::new` cannot fail on it.
-#[allow(clippy::expect_used)]
 static YEAR: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?i:in|since|during|from|until|around|of)\s+((?:19|20)\d{2})\b")
-        .expect("constant pattern") // invariant: a constant, valid pattern
+    constant_regex(r"\b(?i:in|since|during|from|until|around|of)\s+((?:19|20)\d{2})\b")
 });
 
 /// A count written as a word or in digits ("two", "a", "12").
@@ -938,6 +928,14 @@ pub fn preference(sentence: &str, speaker: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_constant_pattern_compiles() {
+        LazyLock::force(&LAST_WEEKDAY);
+        LazyLock::force(&AGO);
+        LazyLock::force(&DATE);
+        LazyLock::force(&YEAR);
+    }
 
     fn turn(id: &str, speaker: &str, text: &str) -> TurnInput {
         TurnInput {

@@ -216,6 +216,14 @@ pub fn find_phrase(lower: &str, phrase: &str) -> Option<usize> {
     None
 }
 
+/// Compiles a pattern the crate writes itself: a constant, or one built from constant
+/// words. Such a pattern is valid by construction, and every static that holds one is
+/// compiled by an `every_constant_pattern_compiles` test.
+#[allow(clippy::expect_used)]
+pub(crate) fn constant_regex(pattern: &str) -> regex::Regex {
+    regex::Regex::new(pattern).expect("constant pattern") // invariant: callers pass only patterns built from constants, each compiled by a test
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
