@@ -623,18 +623,30 @@ pub fn key_attributes(text: &str) -> Vec<&'static str> {
         .iter()
         .enumerate()
         .filter(|(i, w)| {
-            KEYED_ONLY_BEFORE
-                .iter()
-                .find(|(word, _)| word == w)
-                .is_none_or(|(_, after)| {
-                    all.get(i + 1)
-                        .is_some_and(|next| after.contains(&next.as_str()))
-                })
+            // "The doctor said it's not serious", "my photographer": an occupation
+            // after a determiner is someone else's, not the subject's work.
+            let someone_else = is_occupation(w)
+                && i.checked_sub(1)
+                    .and_then(|j| all.get(j))
+                    .is_some_and(|b| OTHERS_DETERMINERS.contains(&b.as_str()));
+            !someone_else
+                && KEYED_ONLY_BEFORE
+                    .iter()
+                    .find(|(word, _)| word == w)
+                    .is_none_or(|(_, after)| {
+                        all.get(i + 1)
+                            .is_some_and(|next| after.contains(&next.as_str()))
+                    })
         })
         .map(|(_, w)| w.clone())
         .collect();
     attributes_of(&senses)
 }
+
+/// Determiners that make the occupation after them another person's.
+const OTHERS_DETERMINERS: &[&str] = &[
+    "the", "my", "our", "your", "his", "her", "their", "this", "that",
+];
 
 /// Lexicon words too common in chat to key a fact on their own, each with the words
 /// after it that give it the attribute's sense: "I work at Globex", not "keep up the
@@ -768,20 +780,28 @@ pub fn states_the_one_value(attribute: &str, text: &str) -> bool {
 const PRESENT_AGAINST_PAST: &[&str] = &["now", "nowadays", "anymore", "days", "used"];
 
 /// Whether a new value of a many-valued attribute takes an old one's place rather than
-/// joining it: one of the two statements speaks of the one value ("my favourite", "the
-/// only"), or the new one sets the present against the past ("… now", "used to").
+/// joining it: the held statement speaks of the one value ("running is my favourite"),
+/// or the new one sets the present against the past ("… now", "used to"). A new
+/// favourite alone does not end the others: "painting landscapes is my favourite"
+/// leaves "I love pottery" standing.
 pub fn displaces(attribute: &str, new: &str, held: &str) -> bool {
-    states_the_one_value(attribute, new)
-        || states_the_one_value(attribute, held)
-        || sets_present_against_past(new)
+    states_the_one_value(attribute, held) || sets_present_against_past(new)
 }
 
 /// Whether a statement sets the present against the past ("… now", "used to").
 pub fn sets_present_against_past(text: &str) -> bool {
-    words(&text.to_lowercase())
-        .iter()
-        .any(|w| PRESENT_AGAINST_PAST.contains(&w.as_str()))
+    let ws = words(&text.to_lowercase());
+    (0..ws.len()).any(|i| {
+        PRESENT_AGAINST_PAST.contains(&ws[i].as_str())
+            // "Seven years now" counts how long something has held, not that it changed.
+            && !(ws[i] == "now" && i > 0 && DURATIONS.contains(&ws[i - 1].as_str()))
+    })
 }
+
+/// Units of time that "now" can follow to say how long something has held.
+const DURATIONS: &[&str] = &[
+    "years", "year", "months", "month", "weeks", "week", "days", "while", "ages", "decades",
+];
 
 /// Whether a statement announces a change with a cue that rarely means anything else
 /// ("switched", "moved", "no longer", "from now on").
@@ -798,9 +818,9 @@ pub fn announces_change(text: &str) -> bool {
 /// `counts` keeps.
 fn announces(text: &str, counts: impl Fn(&str) -> bool) -> bool {
     let lower = strip_quoted(&text.to_lowercase());
-    lexicon_words(&lower)
-        .iter()
-        .any(|w| CHANGE_CUES.contains(&w.as_str()) && counts(w))
+    let ws = lexicon_words(&lower);
+    (0..ws.len())
+        .any(|i| CHANGE_CUES.contains(&ws[i].as_str()) && counts(&ws[i]) && in_its_sense(&ws, i))
         || CHANGE_PHRASES
             .iter()
             .any(|p| counts(p) && crate::text::find_phrase(&lower, p).is_some())
@@ -873,11 +893,74 @@ pub fn announces_end(text: &str) -> bool {
                     .is_some_and(|w| matches!(w, "a" | "an" | "any" | "one" | "many" | "much"))
             })
         } else if cue.contains(' ') {
-            lower.contains(cue)
+            // "I can't let go of my dream" ends nothing.
+            lower.match_indices(cue).any(|(at, _)| {
+                !lower[..at]
+                    .split_whitespace()
+                    .next_back()
+                    .is_some_and(|w| NEGATIONS.contains(&w))
+            })
         } else {
-            ws.iter().any(|w| w == cue)
+            (0..ws.len()).any(|i| ws[i] == *cue && in_its_sense(&ws, i))
         }
     })
+}
+
+/// Words that negate the cue after them: "don't ever quit" ends nothing.
+const NEGATIONS: &[&str] = &[
+    "don't",
+    "dont",
+    "never",
+    "not",
+    "won't",
+    "can't",
+    "didn't",
+    "shouldn't",
+];
+
+/// Words after which a change in "-ing" is only thought of: "thinking of joining a
+/// new team", "considering switching".
+const ONLY_THOUGHT_OF_AFTER: &[&str] = &["of", "about", "considering", "consider"];
+
+/// Words after "gone" that make it a going, not an end: "I've gone camping", "gone to
+/// the coast".
+const GOING_ON: &[&str] = &[
+    "to", "through", "for", "into", "on", "by", "with", "out", "over", "back", "down", "from",
+    "in", "off", "up", "there", "home", "a", "the",
+];
+
+/// Whether the cue `ws[i]` is used in the sense that announces a change or an end, by
+/// the words around it:
+/// - "gave" only with "up", "away", "back", "notice" or a recipient "to" in the next
+///   four words ("gave my PS4 to my nephew", "gave up"), not "you gave me", "it gave me
+///   ideas";
+/// - "gone" not as a going ("gone camping", "gone to the coast");
+/// - "instead" not before "of" and a verb in "-ing" ("instead of getting stuck");
+/// - a cue after a negation ("don't ever quit", "never quit") ends nothing;
+/// - a change in "-ing" after "of", "about" or "considering" is only thought of.
+fn in_its_sense(ws: &[String], i: usize) -> bool {
+    let word = ws[i].as_str();
+    let next = ws.get(i + 1).map(String::as_str);
+    let before = |n: usize| i.checked_sub(n).map(|j| ws[j].as_str());
+    let negated = |n: usize| before(n).is_some_and(|w| NEGATIONS.contains(&w));
+    if negated(1) || (before(1) == Some("ever") && negated(2)) {
+        return false;
+    }
+    match word {
+        "gave" => ws[i + 1..]
+            .iter()
+            .take(4)
+            .any(|w| matches!(w.as_str(), "up" | "away" | "back" | "notice" | "to")),
+        "gone" => !next.is_some_and(|n| n.ends_with("ing") || GOING_ON.contains(&n)),
+        "instead" => !(next == Some("of") && ws.get(i + 2).is_some_and(|n| n.ends_with("ing"))),
+        // "ended up in a trivia contest"; "a great way to switch off".
+        "ended" => next != Some("up"),
+        "switch" | "switched" | "switching" => !matches!(next, Some("off" | "on")),
+        _ if word.ends_with("ing") => {
+            !before(1).is_some_and(|w| ONLY_THOUGHT_OF_AFTER.contains(&w))
+        }
+        _ => true,
+    }
 }
 
 /// Whether a statement corrects an earlier one.
@@ -1555,7 +1638,8 @@ mod tests {
         let held = "Running is my hobby.";
         assert!(!displaces("hobby", "I started a yoga class.", held));
         assert!(displaces("hobby", "Yoga is my thing now.", held));
-        assert!(displaces("hobby", "Yoga is my favourite hobby.", held));
+        // A new favourite joins the others; it replaces only a held favourite.
+        assert!(!displaces("hobby", "Yoga is my favourite hobby.", held));
         assert!(displaces(
             "hobby",
             "I took up yoga.",
@@ -1564,6 +1648,57 @@ mod tests {
         assert!(announces_end(
             "Hung up the running shoes after the surgery."
         ));
+    }
+
+    #[test]
+    fn a_cue_word_in_another_sense_announces_nothing() {
+        for text in [
+            "You gave me loads of ideas.",
+            "It gave me hope.",
+            "I've gone camping a few times.",
+            "Instead of getting stuck, I trained harder.",
+            "Don't ever quit on what you love.",
+            "I never quit.",
+            "I'm thinking of joining a new team.",
+            "We ended up in a trivia contest.",
+            "Yoga is a great way to switch off.",
+            "I can't let go of my dream.",
+        ] {
+            assert!(
+                !announces_strong_change(text) && !announces_end(text),
+                "{text}"
+            );
+        }
+        for text in [
+            "Gave my PS4 to my nephew.",
+            "The transmission finally gave up.",
+            "My old bike is gone.",
+            "I drink oat milk instead.",
+            "I quit my job.",
+            "I'm joining a new team.",
+            "I switched to Android.",
+            "I was let go in May.",
+        ] {
+            assert!(
+                announces_strong_change(text) || announces_end(text),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn how_long_something_has_held_sets_no_present_against_the_past() {
+        assert!(!sets_present_against_past(
+            "Seven years now, and I found my real passions."
+        ));
+        assert!(sets_present_against_past("Ramen is my thing now."));
+    }
+
+    #[test]
+    fn an_occupation_after_a_determiner_is_someone_elses() {
+        assert!(!key_attributes("The doctor said it's not too serious.").contains(&"work"));
+        assert!(!key_attributes("My photographer got great shots.").contains(&"work"));
+        assert!(key_attributes("I'm a doctor.").contains(&"work"));
     }
 
     #[test]

@@ -245,9 +245,10 @@ impl OfflineConstructor {
             // A bracketed sentence describes what was shared ("[shares an image: a
             // photo of a cake]"): it states nothing about the speaker.
             let annotation = sentence.starts_with('[') && sentence.ends_with(']');
+            let about_listener = about_the_listener(&sentence);
             let key = key_attributes(&rewritten)
                 .first()
-                .filter(|_| !annotation)
+                .filter(|_| !annotation && !about_listener)
                 .map(|attribute| {
                     kw.push((*attribute).to_owned());
                     subject_key(&subject, attribute)
@@ -474,6 +475,29 @@ pub fn episode_parts(content: &str) -> Option<(Vec<&str>, &str)> {
     let speakers = head.rsplit_once(", ").map_or(head, |(_, s)| s);
     let body = rest.split_once(". ").map_or("", |(_, b)| b);
     Some((speakers.split(" and ").collect(), body))
+}
+
+/// Whether a sentence speaks of the one spoken to and not of the speaker: "your new
+/// job sounds great", "congrats on the promotion!" tell nothing of the speaker's own
+/// attributes.
+fn about_the_listener(sentence: &str) -> bool {
+    let ws = words(sentence);
+    let has = |set: &[&str]| ws.iter().any(|w| set.contains(&w.as_str()));
+    let second = has(&[
+        "you",
+        "your",
+        "yours",
+        "you're",
+        "you've",
+        "yourself",
+        "congrats",
+        "congratulations",
+    ]);
+    let first = has(&[
+        "i", "me", "my", "mine", "myself", "i'm", "i've", "i'll", "i'd", "we", "us", "our",
+        "we're", "we've",
+    ]);
+    second && !first
 }
 
 /// The key shared by facts about one attribute of one person, e.g. `dana/home`.
@@ -928,6 +952,14 @@ pub fn preference(sentence: &str, speaker: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sentence_about_the_one_spoken_to_is_not_about_the_speaker() {
+        assert!(about_the_listener("Congrats on the promotion!"));
+        assert!(about_the_listener("Your new job sounds great."));
+        assert!(!about_the_listener("I got promoted at work."));
+        assert!(!about_the_listener("You know, I moved to Leeds."));
+    }
 
     #[test]
     fn every_constant_pattern_compiles() {

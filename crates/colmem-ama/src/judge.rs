@@ -12,7 +12,7 @@ use crate::change::{
     announces_change, announces_end, announces_strong_change, displaces, is_correction,
     says_the_old_state_ended, sets_present_against_past, states_the_one_value,
 };
-use crate::constructor::Memory;
+use crate::constructor::{Memory, date_phrase};
 use crate::error::Result;
 use crate::text::{content_words, jaccard, without_annotations};
 use crate::values::{days, days_called_wrong, is_item, mentions, named, touches};
@@ -186,15 +186,21 @@ impl Judge for OfflineJudge {
     /// whole group"), or one of them under the same key, closes it even with nothing in
     /// its place; when the fact names
     /// things and also lexicon items ("a product designer at Rakuten"), the names suffice.
+    /// A cue in a question of the turn ("what's the last book that moved you?") counts
+    /// for nothing, and a held fact that names no value but a date ("went to a
+    /// convention in March 2023") is an event, which no new state makes stale.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         // What was shared is described, not stated: an image's caption names no value.
         let said = &without_annotations(said);
-        let corrected = is_correction(&new.content) || is_correction(said);
-        let ended = announces_end(&new.content) || announces_end(said);
+        // A cue in a question ("What's the last book that moved you?") announces
+        // nothing of the speaker's.
+        let told = told(said);
+        let corrected = is_correction(&new.content) || is_correction(&told);
+        let ended = announces_end(&new.content) || announces_end(&told);
         let strong = corrected
             || ended
             || announces_strong_change(&new.content)
-            || announces_strong_change(said);
+            || announces_strong_change(&told);
         // A weak cue elsewhere in the turn ("it's just me and a co-founder for now")
         // says nothing of this statement; a strong one ("switched", "moved") does.
         let changed = strong || announces_change(&new.content);
@@ -260,7 +266,10 @@ impl Judge for OfflineJudge {
                 } else {
                     strong || (one_value && sets_present_against_past(&new.content))
                 };
-                same_key && (cue || (self.config.latest_wins && brings_new))
+                // A dated event ("went to a convention in March 2023") stays true
+                // whatever holds now.
+                let event = date_phrase(&f.content).is_some();
+                same_key && !event && (cue || (self.config.latest_wins && brings_new))
             } else {
                 // An end named ("Rakuten laid off my group") closes a fact all of
                 // whose values it names, whether or not something takes their place.
@@ -305,6 +314,15 @@ impl Judge for OfflineJudge {
         }
         Ok(out)
     }
+}
+
+/// The sentences of `said` that are not questions.
+fn told(said: &str) -> String {
+    crate::text::sentences(said)
+        .into_iter()
+        .filter(|s| !s.ends_with('?'))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The content words of a text without its months and day numbers.

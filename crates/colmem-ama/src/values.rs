@@ -251,6 +251,30 @@ const COMMON_OPENERS: &[&str] = &[
     "wanna",
     "gotta",
     "lots",
+    "plus",
+    "btw",
+    "besides",
+    "almost",
+    "seems",
+    "looks",
+    "feels",
+    "must",
+    "everywhere",
+    "somewhere",
+    // Chat's imperatives and wishes: "Stay safe", "Love the energy", "Talk soon".
+    "stay",
+    "love",
+    "talk",
+    "enjoy",
+    "hope",
+    "wish",
+    // Nouns too general to name anything: "Things have been great", "Life's wild".
+    "things",
+    "stuff",
+    "people",
+    "life",
+    "way",
+    "moments",
 ];
 
 /// The endings of contractions: "you'd", "can't", "we'll" name nothing.
@@ -693,6 +717,9 @@ mod tests {
         assert_eq!(n("Painting keeps me calm."), ["painting"]);
         assert_eq!(n("Catan has been dethroned."), ["catan"]);
         assert_eq!(n("Gave my PS4 to my nephew."), ["ps4"]);
+        // Chat's openers: wishes, discourse words, nouns too general to name anything.
+        assert!(n("Stay safe and talk soon! Plus, things have been great.").is_empty());
+        assert!(n("Love the energy there. Life's been wild. Must have been fun.").is_empty());
     }
 
     #[test]

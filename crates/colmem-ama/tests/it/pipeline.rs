@@ -1763,6 +1763,74 @@ fn a_favourite_without_a_change_closes_no_fact_that_names_nothing() {
 }
 
 #[test]
+fn a_new_favourite_joins_what_is_loved_already() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "Pottery is so relaxing and creative.", "2023-01-05"),
+            ("D1:2", "Painting landscapes is my favorite!", "2023-02-05"),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "Pottery is so relaxing"));
+}
+
+#[test]
+fn a_change_cue_in_a_question_changes_nothing() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "Reading fantasy novels is my hobby.", "2023-01-05"),
+            (
+                "D1:2",
+                "I'm reading Dune by Frank Herbert. What's the last book that moved you?",
+                "2023-02-05",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "fantasy novels"));
+}
+
+#[test]
+fn a_dated_event_stays_current_when_the_state_changes() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "My colleagues and I went to a convention together last week.",
+                "2023-03-20",
+            ),
+            ("D1:2", "I'm an assistant manager now.", "2023-05-05"),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "went to a convention"));
+}
+
+#[test]
+fn what_is_said_of_the_one_spoken_to_is_not_replaced_by_the_speakers_news() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "Congrats on your promotion at work!", "2023-01-05"),
+            (
+                "D1:2",
+                "I started as a nurse at St Mary's now.",
+                "2023-02-05",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "promotion at work"));
+}
+
+#[test]
 fn a_correction_of_a_day_closes_the_fact_that_held_it() {
     let (world, u, a) = one_pair();
     world.dana_says(
