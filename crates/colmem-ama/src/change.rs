@@ -623,30 +623,55 @@ pub fn key_attributes(text: &str) -> Vec<&'static str> {
         .iter()
         .enumerate()
         .filter(|(i, w)| {
-            // "The doctor said it's not serious", "my photographer": an occupation
-            // after a determiner is someone else's, not the subject's work.
-            let someone_else = is_occupation(w)
-                && i.checked_sub(1)
-                    .and_then(|j| all.get(j))
-                    .is_some_and(|b| OTHERS_DETERMINERS.contains(&b.as_str()));
-            !someone_else
-                && KEYED_ONLY_BEFORE
-                    .iter()
-                    .find(|(word, _)| word == w)
-                    .is_none_or(|(_, after)| {
-                        all.get(i + 1)
-                            .is_some_and(|next| after.contains(&next.as_str()))
-                    })
+            KEYED_ONLY_BEFORE
+                .iter()
+                .find(|(word, _)| word == w)
+                .is_none_or(|(_, after)| {
+                    all.get(i + 1)
+                        .is_some_and(|next| after.contains(&next.as_str()))
+                })
         })
-        .map(|(_, w)| w.clone())
+        .map(|(i, w)| {
+            // "The doctor said it's not serious", "Dana's photographer": an occupation
+            // after a determiner or a possessive is someone else's, not the subject's
+            // work ("Dana is the manager now" is hers). It may still key another
+            // attribute ("the dentist" of an appointment).
+            if is_occupation(w) && someone_elses(&all[..i]) {
+                format!("{w}{NOT_AN_OCCUPATION}")
+            } else {
+                w.clone()
+            }
+        })
         .collect();
     attributes_of(&senses)
 }
 
-/// Determiners that make the occupation after them another person's.
-const OTHERS_DETERMINERS: &[&str] = &[
-    "the", "my", "our", "your", "his", "her", "their", "this", "that",
-];
+/// Marks a word whose occupation is not the subject's: the lexicons still know it,
+/// without its suffix, and the occupations do not.
+const NOT_AN_OCCUPATION: &str = "#theirs";
+
+/// Whether the words `before` an occupation make it another person's: a determiner or
+/// a possessive ("the doctor", "Sam's boss") that does not follow "is", "am", "was",
+/// "became" or "as" ("Dana is the manager").
+fn someone_elses(before: &[String]) -> bool {
+    let mut rest = before.iter().rev().map(String::as_str);
+    // `lexicon_words` gives a possessive and then its owner: "dana's", "dana".
+    let last = match (rest.next(), rest.clone().next()) {
+        (Some(owner), Some(possessive)) if possessive == format!("{owner}'s") => {
+            rest.next();
+            possessive
+        }
+        (Some(last), _) => last,
+        (None, _) => return false,
+    };
+    let theirs =
+        last.ends_with("'s") || matches!(last, "the" | "his" | "her" | "their" | "this" | "that");
+    theirs
+        && !matches!(
+            rest.next(),
+            Some("is" | "am" | "was" | "became" | "as" | "are")
+        )
+}
 
 /// Lexicon words too common in chat to key a fact on their own, each with the words
 /// after it that give it the attribute's sense: "I work at Globex", not "keep up the
@@ -690,7 +715,7 @@ fn scored_attributes(ws: &[String]) -> Vec<(usize, usize, &'static str)> {
             let hits = ws
                 .iter()
                 .filter(|w| {
-                    lexicon.contains(&w.as_str())
+                    lexicon.contains(&w.trim_end_matches(NOT_AN_OCCUPATION))
                         // "I'm a nurse" is about work.
                         || (*name == "work" && is_occupation(w))
                 })
@@ -776,7 +801,7 @@ pub fn states_the_one_value(attribute: &str, text: &str) -> bool {
 }
 
 /// Words that date a statement to the present against the past: "ramen is my thing
-/// now", "I don't eat meat anymore".
+/// now", "I don't eat meat anymore", "these days", "I used to".
 const PRESENT_AGAINST_PAST: &[&str] = &["now", "nowadays", "anymore", "days", "used"];
 
 /// Whether a new value of a many-valued attribute takes an old one's place rather than
@@ -791,16 +816,25 @@ pub fn displaces(attribute: &str, new: &str, held: &str) -> bool {
 /// Whether a statement sets the present against the past ("… now", "used to").
 pub fn sets_present_against_past(text: &str) -> bool {
     let ws = words(&text.to_lowercase());
-    (0..ws.len()).any(|i| {
-        PRESENT_AGAINST_PAST.contains(&ws[i].as_str())
-            // "Seven years now" counts how long something has held, not that it changed.
-            && !(ws[i] == "now" && i > 0 && DURATIONS.contains(&ws[i - 1].as_str()))
+    let at = |i: usize| ws.get(i).map(String::as_str);
+    (0..ws.len()).any(|i| match ws[i].as_str() {
+        // "Seven years now" counts how long something has held, not that it changed.
+        "now" => !i
+            .checked_sub(1)
+            .is_some_and(|j| DURATIONS.contains(&ws[j].as_str())),
+        "days" => i > 0 && at(i - 1) == Some("these"),
+        "used" => {
+            at(i + 1) == Some("to")
+                && !(i > 0 && matches!(at(i - 1), Some("get" | "got" | "getting")))
+        }
+        w => PRESENT_AGAINST_PAST.contains(&w),
     })
 }
 
 /// Units of time that "now" can follow to say how long something has held.
 const DURATIONS: &[&str] = &[
     "years", "year", "months", "month", "weeks", "week", "days", "while", "ages", "decades",
+    "decade", "time",
 ];
 
 /// Whether a statement announces a change with a cue that rarely means anything else
@@ -817,10 +851,14 @@ pub fn announces_change(text: &str) -> bool {
 /// Whether `text` corrects, holds a change phrase, or holds one of the change cues that
 /// `counts` keeps.
 fn announces(text: &str, counts: impl Fn(&str) -> bool) -> bool {
-    let lower = strip_quoted(&text.to_lowercase());
-    let ws = lexicon_words(&lower);
-    (0..ws.len())
-        .any(|i| CHANGE_CUES.contains(&ws[i].as_str()) && counts(&ws[i]) && in_its_sense(&ws, i))
+    let lower = cue_text(text);
+    let plain = words(&lower);
+    let cue = |w: &str| CHANGE_CUES.contains(&w) && counts(w);
+    (0..plain.len()).any(|i| cue(&plain[i]) && in_its_sense(&plain, i))
+        // A compound cue ("trade-in") or a cue in a compound ("ex-boss swapped").
+        || lexicon_words(&lower)
+            .iter()
+            .any(|w| w.contains('-') && cue(w))
         || CHANGE_PHRASES
             .iter()
             .any(|p| counts(p) && crate::text::find_phrase(&lower, p).is_some())
@@ -881,8 +919,8 @@ const END_CUES: &[&str] = &[
 
 /// Whether a statement says that something held has ended (see [`END_CUES`]).
 pub fn announces_end(text: &str) -> bool {
-    let lower = strip_quoted(&text.to_lowercase());
-    let ws = lexicon_words(&lower);
+    let lower = cue_text(text);
+    let plain = words(&lower);
     END_CUES.iter().any(|cue| {
         if cue.ends_with(" miss") {
             // "I don't miss Charlotte" ends it; "I don't miss a single match" does not.
@@ -894,16 +932,27 @@ pub fn announces_end(text: &str) -> bool {
             })
         } else if cue.contains(' ') {
             // "I can't let go of my dream" ends nothing.
-            lower.match_indices(cue).any(|(at, _)| {
-                !lower[..at]
-                    .split_whitespace()
-                    .next_back()
-                    .is_some_and(|w| NEGATIONS.contains(&w))
-            })
+            lower
+                .match_indices(cue)
+                .any(|(at, _)| !negated(&words(&lower[..at])))
         } else {
-            (0..ws.len()).any(|i| ws[i] == *cue && in_its_sense(&ws, i))
+            (0..plain.len()).any(|i| plain[i] == *cue && in_its_sense(&plain, i))
         }
     })
+}
+
+/// A text lowercased for reading cues, its curly apostrophes straightened ("don’t") and
+/// its quotations left out.
+fn cue_text(text: &str) -> String {
+    strip_quoted(&text.to_lowercase().replace('\u{2019}', "'"))
+}
+
+/// Whether the words `before` a cue end in a negation: "don't ever quit", "I'd never
+/// quit", "can't let go".
+fn negated(before: &[String]) -> bool {
+    let last = |n: usize| before.len().checked_sub(n).map(|i| before[i].as_str());
+    let negation = |w: Option<&str>| w.is_some_and(|w| NEGATIONS.contains(&w));
+    negation(last(1)) || (last(1) == Some("ever") && negation(last(2)))
 }
 
 /// Words that negate the cue after them: "don't ever quit" ends nothing.
@@ -913,52 +962,109 @@ const NEGATIONS: &[&str] = &[
     "never",
     "not",
     "won't",
+    "wont",
     "can't",
+    "cant",
+    "cannot",
     "didn't",
+    "didnt",
     "shouldn't",
+    "wouldn't",
+    "couldn't",
+    "haven't",
+    "hasn't",
+    "wasn't",
+    "isn't",
+    "doesn't",
 ];
 
-/// Words after which a change in "-ing" is only thought of: "thinking of joining a
-/// new team", "considering switching".
-const ONLY_THOUGHT_OF_AFTER: &[&str] = &["of", "about", "considering", "consider"];
+/// Verbs of thinking: a change in "-ing" after one ("considering switching"), or after
+/// one and "of" or "about" ("thinking of joining a new team"), is only thought of.
+const THINKING: &[&str] = &[
+    "thinking",
+    "think",
+    "thought",
+    "considering",
+    "consider",
+    "debating",
+    "dreaming",
+    "talking",
+    "talked",
+    "idea",
+    "wondering",
+];
 
-/// Words after "gone" that make it a going, not an end: "I've gone camping", "gone to
-/// the coast".
+/// Words after "gone" that make it a going, not an end: "gone to the coast", "gone
+/// through a rough patch". "Gone to my nephew" hands it over; "gone for good", "gone
+/// back to Android", "gone out of business" end what held.
 const GOING_ON: &[&str] = &[
-    "to", "through", "for", "into", "on", "by", "with", "out", "over", "back", "down", "from",
-    "in", "off", "up", "there", "home", "a", "the",
+    "to", "through", "into", "on", "by", "over", "down", "in", "up", "there", "home",
 ];
 
-/// Whether the cue `ws[i]` is used in the sense that announces a change or an end, by
-/// the words around it:
-/// - "gave" only with "up", "away", "back", "notice" or a recipient "to" in the next
-///   four words ("gave my PS4 to my nephew", "gave up"), not "you gave me", "it gave me
-///   ideas";
-/// - "gone" not as a going ("gone camping", "gone to the coast");
-/// - "instead" not before "of" and a verb in "-ing" ("instead of getting stuck");
+/// Words after "gone to" that make the going a handover: "gone to my nephew".
+const HANDED_TO: &[&str] = &["my", "his", "her", "their", "our", "a", "an"];
+
+/// General verbs in "-ing" after "instead of": "instead of getting stuck" says how,
+/// where "swimming instead of running" swaps one thing for another.
+const GENERAL_ING: &[&str] = &[
+    "getting", "going", "having", "doing", "trying", "being", "making", "taking", "sitting",
+    "waiting", "staying", "buying", "paying", "spending", "driving", "looking",
+];
+
+/// Whether the cue `ws[i]` (of the text's own words, in order) is used in the sense
+/// that announces a change or an end, by the words around it:
 /// - a cue after a negation ("don't ever quit", "never quit") ends nothing;
-/// - a change in "-ing" after "of", "about" or "considering" is only thought of.
+/// - a change in "-ing" after a verb of thinking ("considering switching", "thinking
+///   of joining") is only thought of;
+/// - "gave" only with "up", "away", "back", "notice" or a recipient "to" in the next
+///   five words ("gave my PS4 to my nephew", "gave up"), not "you gave me", "it gave me
+///   a reason to smile";
+/// - "gone" not as a going ("gone camping", "gone to the coast"), but "gone missing"
+///   and "gone to my nephew" end it;
+/// - "instead" not before "of" and a general verb ("instead of getting stuck");
+/// - "ended up" and "switch off" or "on" change nothing.
 fn in_its_sense(ws: &[String], i: usize) -> bool {
     let word = ws[i].as_str();
     let next = ws.get(i + 1).map(String::as_str);
     let before = |n: usize| i.checked_sub(n).map(|j| ws[j].as_str());
-    let negated = |n: usize| before(n).is_some_and(|w| NEGATIONS.contains(&w));
-    if negated(1) || (before(1) == Some("ever") && negated(2)) {
+    if negated(&ws[..i]) {
         return false;
+    }
+    if word.ends_with("ing") {
+        let thinking = |w: Option<&str>| w.is_some_and(|w| THINKING.contains(&w));
+        if thinking(before(1)) || (matches!(before(1), Some("of" | "about")) && thinking(before(2)))
+        {
+            return false;
+        }
     }
     match word {
         "gave" => ws[i + 1..]
             .iter()
-            .take(4)
-            .any(|w| matches!(w.as_str(), "up" | "away" | "back" | "notice" | "to")),
-        "gone" => !next.is_some_and(|n| n.ends_with("ing") || GOING_ON.contains(&n)),
-        "instead" => !(next == Some("of") && ws.get(i + 2).is_some_and(|n| n.ends_with("ing"))),
-        // "ended up in a trivia contest"; "a great way to switch off".
+            .take(5)
+            .enumerate()
+            .any(|(k, w)| match w.as_str() {
+                "up" | "away" | "back" | "notice" => true,
+                // A recipient, not a purpose: "to my nephew", not "a reason to smile".
+                "to" => ws.get(i + k + 2).is_some_and(|n| {
+                    HANDED_TO.contains(&n.as_str()) || n == "the" || n.ends_with("'s")
+                }),
+                _ => false,
+            }),
+        "gone" => match next {
+            Some("missing") | None => true,
+            Some("to") => ws
+                .get(i + 2)
+                .is_some_and(|n| HANDED_TO.contains(&n.as_str()) || n.ends_with("'s")),
+            Some(n) => !(n.ends_with("ing") || GOING_ON.contains(&n)),
+        },
+        "instead" => {
+            !(next == Some("of")
+                && ws
+                    .get(i + 2)
+                    .is_some_and(|n| GENERAL_ING.contains(&n.as_str())))
+        }
         "ended" => next != Some("up"),
         "switch" | "switched" | "switching" => !matches!(next, Some("off" | "on")),
-        _ if word.ends_with("ing") => {
-            !before(1).is_some_and(|w| ONLY_THOUGHT_OF_AFTER.contains(&w))
-        }
         _ => true,
     }
 }
@@ -1634,11 +1740,11 @@ mod tests {
     }
 
     #[test]
-    fn a_new_hobby_displaces_an_old_one_only_as_the_one_or_against_the_past() {
+    fn a_new_hobby_displaces_an_old_one_only_against_the_past_or_a_held_favourite() {
         let held = "Running is my hobby.";
         assert!(!displaces("hobby", "I started a yoga class.", held));
         assert!(displaces("hobby", "Yoga is my thing now.", held));
-        // A new favourite joins the others; it replaces only a held favourite.
+        // A new favourite joins the others.
         assert!(!displaces("hobby", "Yoga is my favourite hobby.", held));
         assert!(displaces(
             "hobby",
@@ -1663,6 +1769,11 @@ mod tests {
             "We ended up in a trivia contest.",
             "Yoga is a great way to switch off.",
             "I can't let go of my dream.",
+            "I can\u{2019}t let go of my dream.",
+            "Don\u{2019}t ever quit.",
+            "I'm considering switching banks.",
+            "It gave me a reason to smile.",
+            "We've gone to the coast for the weekend.",
         ] {
             assert!(
                 !announces_strong_change(text) && !announces_end(text),
@@ -1678,6 +1789,14 @@ mod tests {
             "I'm joining a new team.",
             "I switched to Android.",
             "I was let go in May.",
+            "The Nespresso is gone for good.",
+            "My Trek's gone missing.",
+            "My PS4 has gone to my nephew.",
+            "Globex has gone out of business.",
+            "I've gone back to Android.",
+            "I gave my old Golf to my cousin.",
+            "We're in the middle of moving to Leeds.",
+            "I took up swimming instead of running.",
         ] {
             assert!(
                 announces_strong_change(text) || announces_end(text),
@@ -1691,14 +1810,23 @@ mod tests {
         assert!(!sets_present_against_past(
             "Seven years now, and I found my real passions."
         ));
+        assert!(!sets_present_against_past(
+            "Three days now and I love Leeds."
+        ));
+        assert!(!sets_present_against_past("I got used to the commute."));
         assert!(sets_present_against_past("Ramen is my thing now."));
+        assert!(sets_present_against_past("These days I run a bookshop."));
+        assert!(sets_present_against_past("I used to eat meat."));
     }
 
     #[test]
     fn an_occupation_after_a_determiner_is_someone_elses() {
         assert!(!key_attributes("The doctor said it's not too serious.").contains(&"work"));
-        assert!(!key_attributes("My photographer got great shots.").contains(&"work"));
-        assert!(key_attributes("I'm a doctor.").contains(&"work"));
+        assert!(!key_attributes("The doctor's advice was to rest.").contains(&"work"));
+        // As the constructor rewrites them: "my" is the speaker's.
+        assert!(!key_attributes("Dana's photographer got great shots.").contains(&"work"));
+        assert!(key_attributes("Dana is a doctor.").contains(&"work"));
+        assert!(key_attributes("Dana is the manager now.").contains(&"work"));
     }
 
     #[test]

@@ -240,8 +240,11 @@ impl OfflineConstructor {
             let mut kw = keywords(&rewritten, 10);
             // Facts about one attribute of the speaker share a key, so a later change
             // finds the facts it makes stale; the attribute's name is a keyword too.
-            let subject = relation(&rewritten, &turn.speaker)
-                .map_or_else(|| turn.speaker.clone(), |r| format!("{}/{r}", turn.speaker));
+            let subject = match subject_of(&rewritten, &turn.speaker) {
+                Subject::Speaker => Some(turn.speaker.clone()),
+                Subject::Relation(r) => Some(format!("{}/{r}", turn.speaker)),
+                Subject::Other => None,
+            };
             // A bracketed sentence describes what was shared ("[shares an image: a
             // photo of a cake]"): it states nothing about the speaker.
             let annotation = sentence.starts_with('[') && sentence.ends_with(']');
@@ -249,7 +252,8 @@ impl OfflineConstructor {
             let key = key_attributes(&rewritten)
                 .first()
                 .filter(|_| !annotation && !about_listener)
-                .map(|attribute| {
+                .zip(subject)
+                .map(|(attribute, subject)| {
                     kw.push((*attribute).to_owned());
                     subject_key(&subject, attribute)
                 });
@@ -454,18 +458,70 @@ const RELATIONS: &[&str] = &[
     "fiancee",
     "team",
     "manager",
+    "mate",
+    "flatmate",
+    "housemate",
+    "coworker",
+    "classmate",
+    "teammate",
+    "grandson",
+    "granddaughter",
+    "mam",
 ];
 
-/// The relation a sentence is about when its subject is "<speaker>'s <relation>".
-fn relation(sentence: &str, speaker: &str) -> Option<&'static str> {
+/// Whom a sentence is about, by its subject.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Subject {
+    /// The speaker: "Dana moved to Leeds", "Moved to Leeds".
+    Speaker,
+    /// One of the speaker's people: "Dana's sister".
+    Relation(&'static str),
+    /// Someone else's: "Jess's sister moved", "a colleague of Dana's quit", "two
+    /// colleagues were transferred".
+    Other,
+}
+
+/// Whom a sentence is about: a relation word up to the seventh word (the subject
+/// position) makes the sentence about that person. After the speaker's possessive it is
+/// the speaker's relation ("Dana's sister"); after another's possessive ("Jess's
+/// sister"), after "a", "one", "two"… ("a colleague of Dana's", "two colleagues") or
+/// opening the sentence ("colleagues were transferred"), someone else.
+fn subject_of(sentence: &str, speaker: &str) -> Subject {
     let ws = words(sentence);
     let possessive = format!("{}'s", speaker.to_lowercase());
-    // Only the subject position: within the first few words.
-    ws.iter()
-        .take(6)
-        .position(|w| *w == possessive)
-        .and_then(|i| ws.get(i + 1))
-        .and_then(|next| RELATIONS.iter().find(|r| **r == next.as_str()).copied())
+    let relation_at = |i: usize| {
+        let w = ws[i].as_str();
+        let singular = w.strip_suffix('s').unwrap_or(w);
+        RELATIONS
+            .iter()
+            .find(|r| **r == w || **r == singular)
+            .copied()
+    };
+    for i in 0..ws.len().min(7) {
+        let Some(relation) = relation_at(i) else {
+            continue;
+        };
+        let owner = i
+            .checked_sub(1)
+            .map(|j| ws[j].as_str())
+            .filter(|w| w.ends_with("'s"));
+        let after = ws.get(i + 1).map(String::as_str);
+        return match owner {
+            Some(owner) if owner == possessive => Subject::Relation(relation),
+            Some(_) => Subject::Other,
+            None if i == 0
+                || matches!(
+                    ws[i - 1].as_str(),
+                    "a" | "an" | "one" | "two" | "three" | "some"
+                )
+                || (after == Some("of")) =>
+            {
+                Subject::Other
+            }
+            None => continue,
+        };
+    }
+    Subject::Speaker
 }
 
 /// An episode summary's speakers and body, apart from its header ("On 3 May 2023, Dana
@@ -478,9 +534,10 @@ pub fn episode_parts(content: &str) -> Option<(Vec<&str>, &str)> {
 }
 
 /// Whether a sentence speaks of the one spoken to and not of the speaker: "your new
-/// job sounds great", "congrats on the promotion!" tell nothing of the speaker's own
-/// attributes.
-fn about_the_listener(sentence: &str) -> bool {
+/// job sounds great", "congrats on the promotion!", "what's the last book that moved
+/// you?" tell nothing of the speaker's own attributes. A sentence that opens with a
+/// verb has the speaker for its subject ("Finally got the job, thanks to you!").
+pub(crate) fn about_the_listener(sentence: &str) -> bool {
     let ws = words(sentence);
     let has = |set: &[&str]| ws.iter().any(|w| set.contains(&w.as_str()));
     let second = has(&[
@@ -489,6 +546,8 @@ fn about_the_listener(sentence: &str) -> bool {
         "yours",
         "you're",
         "you've",
+        "you'd",
+        "you'll",
         "yourself",
         "congrats",
         "congratulations",
@@ -497,7 +556,18 @@ fn about_the_listener(sentence: &str) -> bool {
         "i", "me", "my", "mine", "myself", "i'm", "i've", "i'll", "i'd", "we", "us", "our",
         "we're", "we've",
     ]);
-    second && !first
+    // Past the opening adverbs: "Finally got the job".
+    let opening = ws.iter().find(|w| {
+        !(w.ends_with("ly")
+            || matches!(
+                w.as_str(),
+                "just" | "so" | "and" | "also" | "well" | "oh" | "yeah"
+            ))
+    });
+    let opens_with_a_verb = opening.is_some_and(|w| {
+        (w.ends_with("ed") && w.len() > 3) || colmem_index::base_form(w).is_some_and(|b| b != w)
+    });
+    second && !first && !opens_with_a_verb
 }
 
 /// The key shared by facts about one attribute of one person, e.g. `dana/home`.
@@ -959,6 +1029,33 @@ mod tests {
         assert!(about_the_listener("Your new job sounds great."));
         assert!(!about_the_listener("I got promoted at work."));
         assert!(!about_the_listener("You know, I moved to Leeds."));
+        // Subjectless, the speaker's own.
+        assert!(!about_the_listener(
+            "Finally got the job at Initech, thanks to you!"
+        ));
+        assert!(!about_the_listener(
+            "Moved to Leeds last month, you should visit!"
+        ));
+    }
+
+    #[test]
+    fn a_sentence_about_someone_elses_relation_is_not_the_speakers() {
+        assert_eq!(subject_of("Dana moved to Leeds.", "Dana"), Subject::Speaker);
+        assert_eq!(
+            subject_of("Dana's sister moved to Leeds.", "Dana"),
+            Subject::Relation("sister")
+        );
+        assert_eq!(
+            subject_of("One of Dana's flatmates is moving out.", "Dana"),
+            Subject::Relation("flatmate")
+        );
+        for sentence in [
+            "Jess's sister moved to Stirling.",
+            "A colleague of Dana's has taken a job in Bergen.",
+            "Two colleagues were transferred to Osaka.",
+        ] {
+            assert_eq!(subject_of(sentence, "Dana"), Subject::Other, "{sentence}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::change::{
     announces_change, announces_end, announces_strong_change, displaces, is_correction,
     says_the_old_state_ended, sets_present_against_past, states_the_one_value,
 };
-use crate::constructor::{Memory, date_phrase};
+use crate::constructor::{Memory, about_the_listener, date_phrase};
 use crate::error::Result;
 use crate::text::{content_words, jaccard, without_annotations};
 use crate::values::{days, days_called_wrong, is_item, mentions, named, touches};
@@ -192,8 +192,8 @@ impl Judge for OfflineJudge {
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         // What was shared is described, not stated: an image's caption names no value.
         let said = &without_annotations(said);
-        // A cue in a question ("What's the last book that moved you?") announces
-        // nothing of the speaker's.
+        // A cue in a question to the listener ("What's the last book that moved
+        // you?") announces nothing of the speaker's.
         let told = told(said);
         let corrected = is_correction(&new.content) || is_correction(&told);
         let ended = announces_end(&new.content) || announces_end(&told);
@@ -267,8 +267,9 @@ impl Judge for OfflineJudge {
                     strong || (one_value && sets_present_against_past(&new.content))
                 };
                 // A dated event ("went to a convention in March 2023") stays true
-                // whatever holds now.
-                let event = date_phrase(&f.content).is_some();
+                // whatever holds now; a dated change ("got a job at a startup last
+                // month") is a state that may end.
+                let event = date_phrase(&f.content).is_some() && !announces_change(&f.content);
                 same_key && !event && (cue || (self.config.latest_wins && brings_new))
             } else {
                 // An end named ("Rakuten laid off my group") closes a fact all of
@@ -316,11 +317,12 @@ impl Judge for OfflineJudge {
     }
 }
 
-/// The sentences of `said` that are not questions.
+/// The sentences of `said` but its questions about the listener: "can you believe
+/// Globex laid off my team?" tells of the speaker.
 fn told(said: &str) -> String {
     crate::text::sentences(said)
         .into_iter()
-        .filter(|s| !s.ends_with('?'))
+        .filter(|s| !(s.ends_with('?') && about_the_listener(s)))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -1813,6 +1813,42 @@ fn a_dated_event_stays_current_when_the_state_changes() {
 }
 
 #[test]
+fn a_dated_start_of_a_state_still_ends() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "I got a job at a startup last month.", "2023-03-20"),
+            (
+                "D1:2",
+                "I quit the startup and joined Initech.",
+                "2023-05-05",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(u, a, "job at a startup"));
+}
+
+#[test]
+fn someone_elses_move_leaves_the_users_home() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "I live in Leeds, near the canal.", "2023-01-05"),
+            (
+                "D1:2",
+                "Jess's sister moved to Stirling last week.",
+                "2023-02-05",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "Dana live in Leeds"));
+}
+
+#[test]
 fn what_is_said_of_the_one_spoken_to_is_not_replaced_by_the_speakers_news() {
     let (world, u, a) = one_pair();
     world.dana_says(
