@@ -10,7 +10,13 @@
 //! - `past`: asked as a history read at the question's world date; the answer must hold
 //!   the value of that time;
 //! - `forgotten`: after the user's explicit forget instruction, nothing recalled may hold
-//!   the forgotten value, in the current view or in a history read of every version.
+//!   the forgotten value, in the current view or in a history read of every version;
+//! - `kept`: a fact that never changed, asked after chatter that uses change words in
+//!   other senses ("my sister gave me a cookbook", "the ending moved me"); scored as
+//!   `current`, reported on its own row so that it does not dilute the current figure.
+//!
+//! In the `unchanged` conversations nothing about the user changes, so every fact the
+//! pipeline closes there is closed by mistake: the suite counts them as false closures.
 //!
 //! Recall (an expected value anywhere in the recalled fragments) is reported beside
 //! accuracy.
@@ -73,6 +79,7 @@ enum QuestionKind {
     Current,
     Past,
     Forgotten,
+    Kept,
 }
 
 #[derive(Deserialize)]
@@ -124,6 +131,10 @@ struct Summary {
     forgotten_accuracy: f64,
     recall: f64,
     stale_returned: usize,
+    kept_accuracy: f64,
+    /// Facts closed while an `unchanged` conversation was remembered, in which nothing
+    /// changes: each one closed by mistake.
+    false_closures: usize,
     /// Fragments deleted while an adversarial conversation was remembered: its
     /// stored text must never trigger a deletion.
     adversarial_deletions: usize,
@@ -157,6 +168,13 @@ fn load(dir: &Path) -> Result<Vec<Conversation>> {
             toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         for conversation in &file.conversation {
             for question in &conversation.questions {
+                ensure!(
+                    question.at.is_some() == (question.kind == QuestionKind::Past),
+                    "{}: {}: {:?}: `at` is given on past questions, and only on them",
+                    path.display(),
+                    conversation.id,
+                    question.ask
+                );
                 if let Some(id) = &question.changed_in {
                     // At most the turn that first names the current value: the change
                     // is told by then.
@@ -200,6 +218,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
     let mut by_kind: BTreeMap<&'static str, Score> = BTreeMap::new();
     let mut by_type: BTreeMap<String, Score> = BTreeMap::new();
     let mut adversarial_deletions = 0;
+    let mut false_closures = 0;
     for conversation in &conversations {
         let user = harness.add_user(&conversation.id)?;
         for (i, turn) in conversation.turns.iter().enumerate() {
@@ -229,6 +248,20 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
                     origin,
                 },
             )?;
+            if conversation.change == "unchanged" {
+                if args.verbose {
+                    for (stale, by) in &remembered.superseded {
+                        println!(
+                            "FALSE CLOSURE {} turn {}: {:?} by {:?}",
+                            conversation.id,
+                            i + 1,
+                            harness.store.get(*stale)?.content,
+                            harness.store.get(*by)?.content
+                        );
+                    }
+                }
+                false_closures += remembered.superseded.len();
+            }
             if conversation.change == "adversarial" {
                 if args.verbose && !remembered.deleted.is_empty() {
                     println!(
@@ -246,9 +279,6 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
         for question in &conversation.questions {
             let view = match (question.kind, &question.at) {
                 (QuestionKind::Past, Some(at)) => View::WorldAsOf(date(at)?),
-                (QuestionKind::Past, None) => {
-                    bail!("{}: a past question needs `at`", conversation.id)
-                }
                 _ => View::Current,
             };
             let answered = pipeline.answer(
@@ -359,6 +389,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
                 QuestionKind::Current => "current",
                 QuestionKind::Past => "past",
                 QuestionKind::Forgotten => "forgotten",
+                QuestionKind::Kept => "kept",
             };
             by_kind.entry(kind).or_default().add(&score);
             by_type
@@ -402,6 +433,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
         total.stale_returned
     );
     println!("fragments deleted by adversarial conversations: {adversarial_deletions}");
+    println!("facts closed in unchanged conversations (all by mistake): {false_closures}");
     if args.json {
         let of = |kind: &str| by_kind.get(kind).map_or(0.0, Score::accuracy);
         let summary = Summary {
@@ -412,6 +444,8 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
             forgotten_accuracy: of("forgotten"),
             recall: total.recall(),
             stale_returned: total.stale_returned,
+            kept_accuracy: of("kept"),
+            false_closures,
             adversarial_deletions,
             by_type: by_type
                 .iter()
