@@ -19,10 +19,10 @@ use colmem_core::{Fragment, FragmentId, Granularity, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::change::{announces_change, announces_end, attributes};
-use crate::constructor::{absolutise_dates, date_phrase, episode_parts};
+use crate::constructor::{Subject, absolutise_dates, date_phrase, episode_parts, subject_of};
 use crate::error::Result;
 use crate::judge::stem;
-use crate::text::{MONTHS, content_words, sentences};
+use crate::text::{MONTHS, content_words, sentences, words};
 use crate::values::{mentions, named, touches};
 
 /// An answer with the evidence it rests on.
@@ -520,6 +520,26 @@ fn speakers(evidence: &[&Fragment]) -> Vec<String> {
     names
 }
 
+/// Whom `clause` of `sentence` is about when that is someone else than `person`: its subject is
+/// one of their people or another's ("my brother just got a job", "Jess's sister moved
+/// to Stirling"), or it names neither them nor the speaker and its sentence's subject
+/// is ("…, and he starts in March").
+fn about_someone_else(clause: &str, sentence: &str, person: &str) -> Option<Subject> {
+    let whom = subject_of(clause, person);
+    if whom != Subject::Speaker {
+        return Some(whom);
+    }
+    let own = words(clause).iter().any(|w| {
+        w == person
+            || *w == format!("{person}'s")
+            || matches!(
+                w.as_str(),
+                "i" | "me" | "my" | "i'm" | "i've" | "we" | "our"
+            )
+    });
+    Some(subject_of(sentence, person)).filter(|whom| !own && *whom != Subject::Speaker)
+}
+
 /// Whether a question asks for a named thing: a "which", "where", "who" or "what"
 /// question ("what time", "in what city"), not a "how" or "why" one.
 fn asks_for_value(question: &str) -> bool {
@@ -568,6 +588,9 @@ struct Candidate {
     /// The date the clause, or else its sentence, names, relative dates made absolute
     /// against when a raw turn was said ("last Fri" → "the Friday before 15 July 2023").
     date: Option<String>,
+    /// Whether the clause is about someone else than the person asked after: "my
+    /// brother just got a job at CD Projekt" does not say where Radek works.
+    elsewhere: bool,
     clause: String,
     id: FragmentId,
     rank: usize,
@@ -687,6 +710,17 @@ impl Answerer for EvidenceSpan {
         let value_question = asks_for_value(question);
         let date_question = asks_for_date(question);
         let person_stems: Vec<String> = names.iter().map(|n| stem(n)).collect();
+        // The person the question asks after, when it asks after them and not one of
+        // their people ("What is the job of Megan's husband?").
+        let question_words = words(question);
+        let asked_person = names
+            .iter()
+            .find(|n| {
+                question_words
+                    .iter()
+                    .any(|w| w == *n || *w == format!("{n}'s"))
+            })
+            .filter(|n| subject_of(question, n) == Subject::Speaker);
         let unnamed = Asked {
             topic: asked
                 .topic
@@ -788,7 +822,17 @@ impl Answerer for EvidenceSpan {
                     };
                     date_phrase(&text).map(str::to_owned)
                 });
+            let elsewhere = asked_person.is_some_and(|p| {
+                about_someone_else(&clause, &sentence, p).is_some_and(|whom| match whom {
+                    // "What's Ximena's dog's name?" asks after the dog.
+                    Subject::Relation(r) => !question_words
+                        .iter()
+                        .any(|w| w.trim_end_matches("'s").trim_end_matches('s') == r),
+                    _ => true,
+                })
+            });
             candidates.push(Candidate {
+                elsewhere,
                 support,
                 own,
                 day: fragment.validity.from().as_millis().div_euclid(86_400_000),
@@ -817,6 +861,11 @@ impl Answerer for EvidenceSpan {
             candidates.retain(|c| c.date.is_some());
         } else if asks_for_value(question) && candidates.iter().any(|c| c.names) {
             candidates.retain(|c| c.names);
+        }
+        // What someone else did answers nothing about the person asked after, when
+        // anything about them competes.
+        if candidates.iter().any(|c| !c.elsewhere) {
+            candidates.retain(|c| !c.elsewhere);
         }
         let best = candidates.iter().map(|c| c.support).fold(0.0, f64::max);
         let chosen = candidates

@@ -471,7 +471,7 @@ const RELATIONS: &[&str] = &[
 
 /// Whom a sentence is about, by its subject.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Subject {
+pub(crate) enum Subject {
     /// The speaker: "Dana moved to Leeds", "Moved to Leeds".
     Speaker,
     /// One of the speaker's people: "Dana's sister".
@@ -483,10 +483,10 @@ enum Subject {
 
 /// Whom a sentence is about: a relation word up to the seventh word (the subject
 /// position) makes the sentence about that person. After the speaker's possessive it is
-/// the speaker's relation ("Dana's sister"); after another's possessive ("Jess's
+/// the speaker's relation ("Dana's sister", "my sister"); after another's possessive ("Jess's
 /// sister"), after "a", "one", "two"… ("a colleague of Dana's", "two colleagues") or
 /// opening the sentence ("colleagues were transferred"), someone else.
-fn subject_of(sentence: &str, speaker: &str) -> Subject {
+pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
     let ws = words(sentence);
     let possessive = format!("{}'s", speaker.to_lowercase());
     let relation_at = |i: usize| {
@@ -508,6 +508,10 @@ fn subject_of(sentence: &str, speaker: &str) -> Subject {
         let after = ws.get(i + 1).map(String::as_str);
         return match owner {
             Some(owner) if owner == possessive => Subject::Relation(relation),
+            // As said, before the constructor names the speaker: "my sister".
+            None if i > 0 && matches!(ws[i - 1].as_str(), "my" | "our") => {
+                Subject::Relation(relation)
+            }
             Some(_) => Subject::Other,
             None if i == 0
                 || matches!(
@@ -1043,6 +1047,10 @@ mod tests {
         assert_eq!(subject_of("Dana moved to Leeds.", "Dana"), Subject::Speaker);
         assert_eq!(
             subject_of("Dana's sister moved to Leeds.", "Dana"),
+            Subject::Relation("sister")
+        );
+        assert_eq!(
+            subject_of("My sister moved to Leeds.", "Dana"),
             Subject::Relation("sister")
         );
         assert_eq!(

@@ -1657,6 +1657,28 @@ fn answer_after(turns: &[(&str, &str, &str)], question: &str) -> String {
     world.ask(u, a, question, View::Current).0
 }
 
+/// What one of the user's people did answers nothing about the user, unless the
+/// question asks after that person.
+#[test]
+fn a_relations_news_is_no_answer_about_the_user() {
+    let turns = [
+        (
+            "D1:1",
+            "I work at Allegro as a backend developer.",
+            "2023-01-05",
+        ),
+        (
+            "D1:2",
+            "My brother Marek just got a new job at CD Projekt.",
+            "2023-02-05",
+        ),
+    ];
+    let answer = answer_after(&turns, "Which company does Dana work for?");
+    assert!(answer.contains("Allegro"), "{answer}");
+    let answer = answer_after(&turns, "Which company does Dana's brother work for?");
+    assert!(answer.contains("CD Projekt"), "{answer}");
+}
+
 /// "When…?" is answered with a date: the one the best clause names, a relative one made
 /// absolute against the day it was said.
 #[test]
