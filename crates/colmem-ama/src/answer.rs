@@ -18,7 +18,7 @@
 use colmem_core::{Fragment, FragmentId, Granularity, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::change::{announces_change, announces_end, attributes};
+use crate::change::{announces_change, announces_end, attributes, irrealis};
 use crate::constructor::{Subject, absolutise_dates, date_phrase, episode_parts, subject_of};
 use crate::error::Result;
 use crate::judge::stem;
@@ -591,6 +591,9 @@ struct Candidate {
     /// Whether the clause is about someone else than the person asked after: "my
     /// brother just got a job at CD Projekt" does not say where Radek works.
     elsewhere: bool,
+    /// Whether the clause tells of what may or would be, not of what is: "maybe one
+    /// day I switch to Android", "like I'd ever leave Bristol".
+    unreal: bool,
     clause: String,
     id: FragmentId,
     rank: usize,
@@ -831,8 +834,10 @@ impl Answerer for EvidenceSpan {
                     _ => true,
                 })
             });
+            let unreal = !irrealis(question) && irrealis(&clause);
             candidates.push(Candidate {
                 elsewhere,
+                unreal,
                 support,
                 own,
                 day: fragment.validity.from().as_millis().div_euclid(86_400_000),
@@ -866,6 +871,11 @@ impl Answerer for EvidenceSpan {
         // anything about them competes.
         if candidates.iter().any(|c| !c.elsewhere) {
             candidates.retain(|c| !c.elsewhere);
+        }
+        // What may or would be answers a question after what is only when nothing else
+        // does.
+        if candidates.iter().any(|c| !c.unreal) {
+            candidates.retain(|c| !c.unreal);
         }
         let best = candidates.iter().map(|c| c.support).fold(0.0, f64::max);
         let chosen = candidates

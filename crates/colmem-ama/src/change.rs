@@ -1069,6 +1069,20 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
     }
 }
 
+/// Words of what may or would be rather than what is.
+const IRREALIS: &[&str] = &[
+    "maybe", "perhaps", "might", "would", "could", "someday", "i'd", "wish",
+];
+
+/// Whether `text` tells of what may or would be ("maybe one day I switch", "like I'd
+/// ever leave Bristol") rather than of what is.
+pub fn irrealis(text: &str) -> bool {
+    let ws = words(text);
+    ws.iter()
+        .any(|w| IRREALIS.contains(&w.as_str()) || w.ends_with("'d"))
+        || ws.windows(2).any(|w| w[0] == "one" && w[1] == "day")
+}
+
 /// Whether a statement corrects an earlier one.
 pub fn is_correction(text: &str) -> bool {
     let lower = strip_quoted(&text.to_lowercase());
@@ -1803,6 +1817,15 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn what_may_or_would_be_is_told_apart_from_what_is() {
+        assert!(irrealis("Maybe one day I switch to Android."));
+        assert!(irrealis("As if I'd ever leave Bristol."));
+        assert!(irrealis("A bookshop would be lovely."));
+        assert!(!irrealis("If you order for me, it's an oat milk cortado."));
+        assert!(!irrealis("I moved to Leeds."));
     }
 
     #[test]

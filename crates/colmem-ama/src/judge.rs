@@ -9,7 +9,7 @@ use colmem_core::{Fragment, FragmentId};
 use serde::{Deserialize, Serialize};
 
 use crate::change::{
-    announces_change, announces_end, announces_strong_change, displaces, is_correction,
+    announces_change, announces_end, announces_strong_change, displaces, irrealis, is_correction,
     says_the_old_state_ended, sets_present_against_past, states_the_one_value,
 };
 use crate::constructor::{Memory, about_the_listener, date_phrase};
@@ -195,15 +195,17 @@ impl Judge for OfflineJudge {
         // A cue in a question to the listener ("What's the last book that moved
         // you?") announces nothing of the speaker's.
         let told = told(said);
+        // Nor does what may or would be ("maybe one day I switch to a Pixel").
+        let unreal = irrealis(&new.content);
         let corrected = is_correction(&new.content) || is_correction(&told);
-        let ended = announces_end(&new.content) || announces_end(&told);
+        let ended = !unreal && (announces_end(&new.content) || announces_end(&told));
         let strong = corrected
             || ended
-            || announces_strong_change(&new.content)
-            || announces_strong_change(&told);
+            || (!unreal
+                && (announces_strong_change(&new.content) || announces_strong_change(&told)));
         // A weak cue elsewhere in the turn ("it's just me and a co-founder for now")
         // says nothing of this statement; a strong one ("switched", "moved") does.
-        let changed = strong || announces_change(&new.content);
+        let changed = strong || (!unreal && announces_change(&new.content));
         // Whether the statement speaks of "the one" value (a home, a favourite).
         let attribute = new.key.as_deref().and_then(|k| k.rsplit('/').next());
         let one_value =

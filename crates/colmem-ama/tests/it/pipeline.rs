@@ -1679,6 +1679,21 @@ fn a_relations_news_is_no_answer_about_the_user() {
     assert!(answer.contains("CD Projekt"), "{answer}");
 }
 
+/// What may or would be answers nothing about what is.
+#[test]
+fn what_would_be_is_no_answer_about_what_is() {
+    let turns = [
+        ("D1:1", "My phone is an iPhone 13 mini.", "2023-01-05"),
+        (
+            "D1:2",
+            "Maybe one day I switch to a Pixel, just so my brother stops going on about it.",
+            "2023-02-05",
+        ),
+    ];
+    let answer = answer_after(&turns, "What phone does Dana use?");
+    assert!(answer.contains("iPhone"), "{answer}");
+}
+
 /// "When…?" is answered with a date: the one the best clause names, a relative one made
 /// absolute against the day it was said.
 #[test]
