@@ -249,18 +249,23 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
                 },
             )?;
             if conversation.change == "unchanged" {
-                if args.verbose {
-                    for (stale, by) in &remembered.superseded {
+                // Facts only: the profile entries closed with a fact are listed too.
+                for (stale, by) in &remembered.superseded {
+                    let closed = harness.store.get(*stale)?;
+                    if closed.granularity != Granularity::Fact {
+                        continue;
+                    }
+                    false_closures += 1;
+                    if args.verbose {
                         println!(
                             "FALSE CLOSURE {} turn {}: {:?} by {:?}",
                             conversation.id,
                             i + 1,
-                            harness.store.get(*stale)?.content,
+                            closed.content,
                             harness.store.get(*by)?.content
                         );
                     }
                 }
-                false_closures += remembered.superseded.len();
             }
             if conversation.change == "adversarial" {
                 if args.verbose && !remembered.deleted.is_empty() {
@@ -415,13 +420,19 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
         );
     }
     for (kind, score) in &by_kind {
+        // Stale facts are counted for current questions only.
+        let stale = if *kind == "current" {
+            score.stale_returned.to_string()
+        } else {
+            "-".to_owned()
+        };
         println!(
             "{:<12} {:>9} {:>9.3} {:>8.3} {:>8}",
             format!("({kind})"),
             score.questions,
             score.accuracy(),
             score.recall(),
-            score.stale_returned
+            stale
         );
     }
     println!(

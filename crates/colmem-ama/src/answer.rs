@@ -19,7 +19,9 @@ use colmem_core::{Fragment, FragmentId, Granularity, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::change::{announces_change, announces_end, attributes, irrealis};
-use crate::constructor::{Subject, absolutise_dates, date_phrase, episode_parts, subject_of};
+use crate::constructor::{
+    FIRST_PERSON, Subject, absolutise_dates, date_phrase, episode_parts, relation_word, subject_of,
+};
 use crate::error::Result;
 use crate::judge::stem;
 use crate::text::{MONTHS, content_words, sentences, words};
@@ -529,13 +531,12 @@ fn about_someone_else(clause: &str, sentence: &str, person: &str) -> Option<Subj
     if whom != Subject::Speaker {
         return Some(whom);
     }
+    let possessive = format!("{person}'s");
     let own = words(clause).iter().any(|w| {
         w == person
-            || *w == format!("{person}'s")
-            || matches!(
-                w.as_str(),
-                "i" | "me" | "my" | "i'm" | "i've" | "we" | "our"
-            )
+            || *w == possessive
+            || FIRST_PERSON.contains(&w.as_str())
+            || matches!(w.as_str(), "my" | "our")
     });
     Some(subject_of(sentence, person)).filter(|whom| !own && *whom != Subject::Speaker)
 }
@@ -828,9 +829,9 @@ impl Answerer for EvidenceSpan {
             let elsewhere = asked_person.is_some_and(|p| {
                 about_someone_else(&clause, &sentence, p).is_some_and(|whom| match whom {
                     // "What's Ximena's dog's name?" asks after the dog.
-                    Subject::Relation(r) => !question_words
-                        .iter()
-                        .any(|w| w.trim_end_matches("'s").trim_end_matches('s') == r),
+                    Subject::Relation(r) => {
+                        !question_words.iter().any(|w| relation_word(w) == Some(r))
+                    }
                     _ => true,
                 })
             });

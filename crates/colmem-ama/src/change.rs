@@ -651,8 +651,8 @@ pub fn key_attributes(text: &str) -> Vec<&'static str> {
 const NOT_AN_OCCUPATION: &str = "#theirs";
 
 /// Whether the words `before` an occupation make it another person's: a determiner or
-/// a possessive ("the doctor", "Sam's boss") that does not follow "is", "am", "was",
-/// "became" or "as" ("Dana is the manager").
+/// a possessive ("the doctor", "Sam's dentist") that does not follow "is", "am", "are",
+/// "was", "became" or "as" ("Dana is the manager").
 fn someone_elses(before: &[String]) -> bool {
     let mut rest = before.iter().rev().map(String::as_str);
     // `lexicon_words` gives a possessive and then its owner: "dana's", "dana".
@@ -823,9 +823,27 @@ pub fn sets_present_against_past(text: &str) -> bool {
             .checked_sub(1)
             .is_some_and(|j| DURATIONS.contains(&ws[j].as_str())),
         "days" => i > 0 && at(i - 1) == Some("these"),
+        // "I used to eat meat", not "I got used to it" or "I'm used to the commute".
         "used" => {
             at(i + 1) == Some("to")
-                && !(i > 0 && matches!(at(i - 1), Some("get" | "got" | "getting")))
+                && !(i > 0
+                    && matches!(
+                        at(i - 1),
+                        Some(
+                            "get"
+                                | "got"
+                                | "getting"
+                                | "i'm"
+                                | "am"
+                                | "is"
+                                | "was"
+                                | "were"
+                                | "be"
+                                | "been"
+                                | "it's"
+                                | "are"
+                        )
+                    ))
         }
         w => PRESENT_AGAINST_PAST.contains(&w),
     })
@@ -855,7 +873,7 @@ fn announces(text: &str, counts: impl Fn(&str) -> bool) -> bool {
     let plain = words(&lower);
     let cue = |w: &str| CHANGE_CUES.contains(&w) && counts(w);
     (0..plain.len()).any(|i| cue(&plain[i]) && in_its_sense(&plain, i))
-        // A compound cue ("trade-in") or a cue in a compound ("ex-boss swapped").
+        // A compound cue: "trade-in".
         || lexicon_words(&lower)
             .iter()
             .any(|w| w.contains('-') && cue(w))
@@ -994,15 +1012,9 @@ const THINKING: &[&str] = &[
     "wondering",
 ];
 
-/// Words after "gone" that make it a going, not an end: "gone to the coast", "gone
-/// through a rough patch". "Gone to my nephew" hands it over; "gone for good", "gone
-/// back to Android", "gone out of business" end what held.
-const GOING_ON: &[&str] = &[
-    "to", "through", "into", "on", "by", "over", "down", "in", "up", "there", "home",
-];
-
-/// Words after "gone to" that make the going a handover: "gone to my nephew".
-const HANDED_TO: &[&str] = &["my", "his", "her", "their", "our", "a", "an"];
+/// Possessives after "to" that make a going or a giving a handover: "gone to my
+/// nephew", "gave my PS4 to my nephew".
+const HANDED_TO: &[&str] = &["my", "his", "her", "their", "our"];
 
 /// General verbs in "-ing" after "instead of": "instead of getting stuck" says how,
 /// where "swimming instead of running" swaps one thing for another.
@@ -1016,11 +1028,12 @@ const GENERAL_ING: &[&str] = &[
 /// - a cue after a negation ("don't ever quit", "never quit") ends nothing;
 /// - a change in "-ing" after a verb of thinking ("considering switching", "thinking
 ///   of joining") is only thought of;
-/// - "gave" only with "up", "away", "back", "notice" or a recipient "to" in the next
-///   five words ("gave my PS4 to my nephew", "gave up"), not "you gave me", "it gave me
-///   a reason to smile";
-/// - "gone" not as a going ("gone camping", "gone to the coast"), but "gone missing"
-///   and "gone to my nephew" end it;
+/// - "gave" only with "up", "away", "back", "notice" or "to" one of someone's people
+///   in the next five words ("gave my PS4 to my nephew", "gave up"), not "you gave me",
+///   "it gave me a reason to smile", "gave a talk to the team";
+/// - "gone" alone, "gone missing", "gone for good", "gone out of business" or "gone to"
+///   one of someone's people ("my Trek is gone", "gone to my nephew"), not a going
+///   ("gone camping", "gone for a run", "gone back to Bristol for Christmas");
 /// - "instead" not before "of" and a general verb ("instead of getting stuck");
 /// - "ended up" and "switch off" or "on" change nothing.
 fn in_its_sense(ws: &[String], i: usize) -> bool {
@@ -1045,18 +1058,20 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
             .any(|(k, w)| match w.as_str() {
                 "up" | "away" | "back" | "notice" => true,
                 // A recipient, not a purpose: "to my nephew", not "a reason to smile".
-                "to" => ws.get(i + k + 2).is_some_and(|n| {
-                    HANDED_TO.contains(&n.as_str()) || n == "the" || n.ends_with("'s")
-                }),
+                "to" => handed_over(&ws[i + k + 2..]),
                 _ => false,
             }),
-        "gone" => match next {
-            Some("missing") | None => true,
-            Some("to") => ws
-                .get(i + 2)
-                .is_some_and(|n| HANDED_TO.contains(&n.as_str()) || n.ends_with("'s")),
-            Some(n) => !(n.ends_with("ing") || GOING_ON.contains(&n)),
-        },
+        "gone" => {
+            let then = ws.get(i + 2).map(String::as_str);
+            match next {
+                None | Some("missing" | "forever") => true,
+                Some("for") => then == Some("good"),
+                Some("out") => then == Some("of"),
+                Some("to") => handed_over(&ws[i + 2..]),
+                // "The Nespresso is gone, so …": its clause ends with it.
+                Some(n) => matches!(n, "and" | "but" | "so" | "now" | "too"),
+            }
+        }
         "instead" => {
             !(next == Some("of")
                 && ws
@@ -1069,18 +1084,42 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
     }
 }
 
-/// Words of what may or would be rather than what is.
-const IRREALIS: &[&str] = &[
-    "maybe", "perhaps", "might", "would", "could", "someday", "i'd", "wish",
-];
+/// Words of what may be rather than what is.
+const MAY_BE: &[&str] = &["maybe", "perhaps", "might", "someday"];
 
-/// Whether `text` tells of what may or would be ("maybe one day I switch", "like I'd
-/// ever leave Bristol") rather than of what is.
+/// Whether `text` tells of what may be ("maybe one day I switch", "someday I'll move")
+/// rather than of what is. "Could" and "would" are not enough: "I could finally afford
+/// the flat, so I moved" tells of what is.
+pub fn may_be(text: &str) -> bool {
+    let ws = words(&cue_text(text));
+    ws.iter().any(|w| MAY_BE.contains(&w.as_str()))
+        || (ws.len() > 1 && ws[0] == "one" && ws[1] == "day")
+}
+
+/// Whether `text` tells of what may or would be ([`may_be`], or "would" and "I'd" before
+/// a verb: "a bookshop would be lovely", "as if I'd ever leave Bristol") rather than of
+/// what is. "I'd had enough" is a past.
 pub fn irrealis(text: &str) -> bool {
-    let ws = words(text);
-    ws.iter()
-        .any(|w| IRREALIS.contains(&w.as_str()) || w.ends_with("'d"))
-        || ws.windows(2).any(|w| w[0] == "one" && w[1] == "day")
+    let ws = words(&cue_text(text));
+    may_be(text)
+        || (0..ws.len()).any(|i| {
+            (ws[i] == "would" || ws[i].ends_with("'d"))
+                && !ws
+                    .get(i + 1)
+                    .is_some_and(|n| n == "had" || n == "been" || n.ends_with("ed"))
+        })
+}
+
+/// Whether the words after "to" name one of someone's people: "my nephew", "his
+/// sister's", not "the coast" or "a reason".
+fn handed_over(after_to: &[String]) -> bool {
+    match after_to {
+        [owner, who, ..] => {
+            (HANDED_TO.contains(&owner.as_str()) || owner.ends_with("'s"))
+                && crate::constructor::relation_word(who).is_some()
+        }
+        _ => false,
+    }
 }
 
 /// Whether a statement corrects an earlier one.
@@ -1788,6 +1827,9 @@ mod tests {
             "I'm considering switching banks.",
             "It gave me a reason to smile.",
             "We've gone to the coast for the weekend.",
+            "We've gone for a run.",
+            "We've gone back to Bristol for Christmas.",
+            "I gave a talk to the team.",
         ] {
             assert!(
                 !announces_strong_change(text) && !announces_end(text),
@@ -1807,7 +1849,6 @@ mod tests {
             "My Trek's gone missing.",
             "My PS4 has gone to my nephew.",
             "Globex has gone out of business.",
-            "I've gone back to Android.",
             "I gave my old Golf to my cousin.",
             "We're in the middle of moving to Leeds.",
             "I took up swimming instead of running.",
@@ -1826,6 +1867,13 @@ mod tests {
         assert!(irrealis("A bookshop would be lovely."));
         assert!(!irrealis("If you order for me, it's an oat milk cortado."));
         assert!(!irrealis("I moved to Leeds."));
+        assert!(!irrealis(
+            "I could finally afford the flat in Leeds, so I moved."
+        ));
+        assert!(!irrealis("I'd had enough, so I quit."));
+        // A change is blocked only by what may be, not by what would be.
+        assert!(may_be("Maybe one day I switch to Android."));
+        assert!(!may_be("A bookshop would be lovely."));
     }
 
     #[test]
@@ -1837,6 +1885,7 @@ mod tests {
             "Three days now and I love Leeds."
         ));
         assert!(!sets_present_against_past("I got used to the commute."));
+        assert!(!sets_present_against_past("I'm used to the commute."));
         assert!(sets_present_against_past("Ramen is my thing now."));
         assert!(sets_present_against_past("These days I run a bookshop."));
         assert!(sets_present_against_past("I used to eat meat."));

@@ -481,51 +481,50 @@ pub(crate) enum Subject {
     Other,
 }
 
-/// Whom a sentence is about: a relation word up to the seventh word (the subject
-/// position) makes the sentence about that person. After the speaker's possessive it is
-/// the speaker's relation ("Dana's sister", "my sister"); after another's possessive ("Jess's
-/// sister"), after "a", "one", "two"… ("a colleague of Dana's", "two colleagues") or
-/// opening the sentence ("colleagues were transferred"), someone else.
+/// Whom a sentence is about, from its subject: a relation word up to the seventh word
+/// after the speaker's possessive makes it the speaker's relation ("Dana's sister", "my
+/// sister");
+/// after another's possessive ("Jess's sister"), opening the sentence ("colleagues
+/// were transferred"), after "a", "one", "two"… as the first words ("a colleague of
+/// Dana's", "two colleagues") or before "of", someone else. "Dana became a manager"
+/// and "I moved with a friend" are the speaker's.
 pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
     let ws = words(sentence);
-    let possessive = format!("{}'s", speaker.to_lowercase());
-    let relation_at = |i: usize| {
-        let w = ws[i].as_str();
-        let singular = w.strip_suffix('s').unwrap_or(w);
-        RELATIONS
-            .iter()
-            .find(|r| **r == w || **r == singular)
-            .copied()
-    };
+    let speaker = speaker.to_lowercase();
+    let possessive = format!("{speaker}'s");
     for i in 0..ws.len().min(7) {
-        let Some(relation) = relation_at(i) else {
+        let w = ws[i].as_str();
+        let Some(relation) = relation_word(w) else {
             continue;
         };
-        let owner = i
-            .checked_sub(1)
-            .map(|j| ws[j].as_str())
-            .filter(|w| w.ends_with("'s"));
-        let after = ws.get(i + 1).map(String::as_str);
-        return match owner {
-            Some(owner) if owner == possessive => Subject::Relation(relation),
-            // As said, before the constructor names the speaker: "my sister".
-            None if i > 0 && matches!(ws[i - 1].as_str(), "my" | "our") => {
+        let before = i.checked_sub(1).map(|j| ws[j].as_str());
+        return match before {
+            Some(owner) if owner == possessive || matches!(owner, "my" | "our") => {
                 Subject::Relation(relation)
             }
-            Some(_) => Subject::Other,
-            None if i == 0
-                || matches!(
-                    ws[i - 1].as_str(),
-                    "a" | "an" | "one" | "two" | "three" | "some"
-                )
-                || (after == Some("of")) =>
-            {
-                Subject::Other
-            }
-            None => continue,
+            Some(owner) if owner.ends_with("'s") => Subject::Other,
+            None => Subject::Other,
+            Some("a" | "an" | "one" | "two" | "three" | "some") if i == 1 => Subject::Other,
+            _ if ws.get(i + 1).is_some_and(|n| n == "of") => Subject::Other,
+            _ => continue,
         };
     }
     Subject::Speaker
+}
+
+/// Words by which the speaker speaks of themselves.
+pub(crate) const FIRST_PERSON: &[&str] = &[
+    "i", "me", "myself", "i'm", "i've", "i'll", "i'd", "we", "us", "we're", "we've",
+];
+
+/// The relation a word names: "sister", "sisters", "sister's", "boss".
+pub(crate) fn relation_word(word: &str) -> Option<&'static str> {
+    let bare = word.strip_suffix("'s").unwrap_or(word);
+    let singular = bare.strip_suffix('s').unwrap_or(bare);
+    RELATIONS
+        .iter()
+        .find(|r| **r == bare || **r == singular)
+        .copied()
 }
 
 /// An episode summary's speakers and body, apart from its header ("On 3 May 2023, Dana
@@ -556,20 +555,23 @@ pub(crate) fn about_the_listener(sentence: &str) -> bool {
         "congrats",
         "congratulations",
     ]);
-    let first = has(&[
-        "i", "me", "my", "mine", "myself", "i'm", "i've", "i'll", "i'd", "we", "us", "our",
-        "we're", "we've",
-    ]);
+    let first = has(FIRST_PERSON) || has(&["my", "mine", "our"]);
     // Past the opening adverbs: "Finally got the job".
-    let opening = ws.iter().find(|w| {
-        !(w.ends_with("ly")
-            || matches!(
-                w.as_str(),
-                "just" | "so" | "and" | "also" | "well" | "oh" | "yeah"
-            ))
+    let opening = ws.iter().position(|w| {
+        !matches!(
+            w.as_str(),
+            "just" | "so" | "and" | "also" | "well" | "oh" | "yeah" | "finally" | "really"
+        )
     });
-    let opens_with_a_verb = opening.is_some_and(|w| {
-        (w.ends_with("ed") && w.len() > 3) || colmem_index::base_form(w).is_some_and(|b| b != w)
+    // "Excited for your new job!", "Heard you moved!" are about the listener.
+    let opens_with_a_verb = opening.is_some_and(|i| {
+        let w = &ws[i];
+        let verb = (w.ends_with("ed") && w.len() > 3)
+            || colmem_index::base_form(w).is_some_and(|b| b != w);
+        verb && !ws[i + 1..]
+            .iter()
+            .take(2)
+            .any(|n| matches!(n.as_str(), "you" | "your"))
     });
     second && !first && !opens_with_a_verb
 }
@@ -1040,11 +1042,24 @@ mod tests {
         assert!(!about_the_listener(
             "Moved to Leeds last month, you should visit!"
         ));
+        assert!(about_the_listener("Excited for your new job!"));
     }
 
     #[test]
     fn a_sentence_about_someone_elses_relation_is_not_the_speakers() {
         assert_eq!(subject_of("Dana moved to Leeds.", "Dana"), Subject::Speaker);
+        // "A manager", "a friend" later in the sentence are no subject.
+        assert_eq!(
+            subject_of("Dana became a manager at Globex.", "Dana"),
+            Subject::Speaker
+        );
+        assert_eq!(
+            subject_of("Dana moved to Leeds with a friend.", "Dana"),
+            Subject::Speaker
+        );
+        assert_eq!(relation_word("parents"), Some("parents"));
+        assert_eq!(relation_word("sister's"), Some("sister"));
+        assert_eq!(relation_word("boss"), Some("boss"));
         assert_eq!(
             subject_of("Dana's sister moved to Leeds.", "Dana"),
             Subject::Relation("sister")

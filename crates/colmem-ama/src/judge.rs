@@ -9,7 +9,7 @@ use colmem_core::{Fragment, FragmentId};
 use serde::{Deserialize, Serialize};
 
 use crate::change::{
-    announces_change, announces_end, announces_strong_change, displaces, irrealis, is_correction,
+    announces_change, announces_end, announces_strong_change, displaces, is_correction, may_be,
     says_the_old_state_ended, sets_present_against_past, states_the_one_value,
 };
 use crate::constructor::{Memory, about_the_listener, date_phrase};
@@ -186,9 +186,11 @@ impl Judge for OfflineJudge {
     /// whole group"), or one of them under the same key, closes it even with nothing in
     /// its place; when the fact names
     /// things and also lexicon items ("a product designer at Rakuten"), the names suffice.
-    /// A cue in a question of the turn ("what's the last book that moved you?") counts
-    /// for nothing, and a held fact that names no value but a date ("went to a
-    /// convention in March 2023") is an event, which no new state makes stale.
+    /// A cue in a question to the listener ("what's the last book that moved you?"), in
+    /// one asking what to do ("should I switch?") or in what may be ("maybe one day I
+    /// switch") counts for nothing. A held fact that names no value but a date ("went to
+    /// a convention in March 2023") is an event, which no new state makes stale, unless
+    /// it tells of a state beginning ("got a job at a startup last month").
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         // What was shared is described, not stated: an image's caption names no value.
         let said = &without_annotations(said);
@@ -196,7 +198,7 @@ impl Judge for OfflineJudge {
         // you?") announces nothing of the speaker's.
         let told = told(said);
         // Nor does what may or would be ("maybe one day I switch to a Pixel").
-        let unreal = irrealis(&new.content);
+        let unreal = may_be(&new.content);
         let corrected = is_correction(&new.content) || is_correction(&told);
         let ended = !unreal && (announces_end(&new.content) || announces_end(&told));
         let strong = corrected
@@ -271,7 +273,7 @@ impl Judge for OfflineJudge {
                 // A dated event ("went to a convention in March 2023") stays true
                 // whatever holds now; a dated change ("got a job at a startup last
                 // month") is a state that may end.
-                let event = date_phrase(&f.content).is_some() && !announces_change(&f.content);
+                let event = date_phrase(&f.content).is_some() && !starts_a_state(&f.content);
                 same_key && !event && (cue || (self.config.latest_wins && brings_new))
             } else {
                 // An end named ("Rakuten laid off my group") closes a fact all of
@@ -319,14 +321,35 @@ impl Judge for OfflineJudge {
     }
 }
 
-/// The sentences of `said` but its questions about the listener: "can you believe
-/// Globex laid off my team?" tells of the speaker.
+/// The sentences of `said` that tell of what is: not a question about the listener, a
+/// question asking what to do ("should I switch to a Pixel?") or what may be ("maybe
+/// I'll move"). "Can you believe Globex laid off my team?" tells of the speaker.
 fn told(said: &str) -> String {
     crate::text::sentences(said)
         .into_iter()
-        .filter(|s| !(s.ends_with('?') && about_the_listener(s)))
+        .filter(|s| {
+            let asks = s.ends_with('?')
+                && (about_the_listener(s)
+                    || crate::text::words(s)
+                        .iter()
+                        .any(|w| matches!(w.as_str(), "should" | "shall" | "whether")));
+            !asks && !may_be(s)
+        })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Whether a dated statement tells of a state beginning ("got a job at a startup last
+/// month", "started at Initech in May"), which may end, rather than of an event
+/// ("finally went to the Louvre in March").
+fn starts_a_state(text: &str) -> bool {
+    announces_strong_change(text)
+        || crate::text::words(text).iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "got" | "started" | "began" | "became" | "bought" | "adopted" | "hired"
+            )
+        })
 }
 
 /// The content words of a text without its months and day numbers.
