@@ -8,7 +8,7 @@
 //! multi-hop questions: 0.415 → 0.462; overall 0.753 → 0.766).
 //!
 //! The lists are general knowledge (closed classes such as countries, US states,
-//! instruments and languages; the best-known cities, sports, pets, desserts and
+//! instruments, languages and processor lines; the best-known cities, sports, pets, desserts and
 //! pastimes; the words for children; a company's departments), not drawn from any data
 //! set; a category outside them is simply not expanded. The answerer reads them too: a
 //! member of the asked category answers for it ("accounts payable" for "which
@@ -407,6 +407,31 @@ pub const CATEGORIES: &[(&[&str], &[&str])] = &[
         ],
     ),
     (
+        &["processor", "processors", "cpu", "cpus", "chip", "chipset"],
+        &[
+            "intel",
+            "amd",
+            "ryzen",
+            "threadripper",
+            "athlon",
+            "epyc",
+            "xeon",
+            "celeron",
+            "pentium",
+            "i3",
+            "i5",
+            "i7",
+            "i9",
+            "snapdragon",
+            "exynos",
+            "tensor",
+            "m1",
+            "m2",
+            "m3",
+            "m4",
+        ],
+    ),
+    (
         &["children", "kids"],
         &[
             "son",
@@ -465,6 +490,7 @@ mod tests {
         assert!(members.contains(&"violin") && members.contains(&"paris"));
         assert!(members_asked("How did Mel feel about the concert?").is_empty());
         assert!(members_asked("Which department does Mel work in?").contains(&"payable"));
+        assert!(members_asked("What processor is in Mel's laptop?").contains(&"ryzen"));
         let both = members_asked("Which states and cities has Mel seen?");
         assert_eq!(both.iter().filter(|m| **m == "york").count(), 1);
     }

@@ -1679,6 +1679,25 @@ fn a_relations_news_is_no_answer_about_the_user() {
     assert!(answer.contains("CD Projekt"), "{answer}");
 }
 
+/// A question after a processor is answered by the clause naming one.
+#[test]
+fn a_processor_question_is_answered_by_the_processor() {
+    let turns = [
+        (
+            "D1:1",
+            "Finished building a new PC around a Ryzen 5 7600.",
+            "2023-01-05",
+        ),
+        (
+            "D1:2",
+            "Then I put a Radeon RX 7800 XT in the PC.",
+            "2023-01-06",
+        ),
+    ];
+    let answer = answer_after(&turns, "What processor is in Dana's PC?");
+    assert!(answer.contains("Ryzen"), "{answer}");
+}
+
 /// What may or would be answers nothing about what is.
 #[test]
 fn what_would_be_is_no_answer_about_what_is() {
