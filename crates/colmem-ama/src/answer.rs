@@ -720,9 +720,8 @@ impl Answerer for EvidenceSpan {
         let asked_person = names
             .iter()
             .find(|n| {
-                question_words
-                    .iter()
-                    .any(|w| w == *n || *w == format!("{n}'s"))
+                let possessive = format!("{n}'s");
+                question_words.iter().any(|w| w == *n || *w == possessive)
             })
             .filter(|n| subject_of(question, n) == Subject::Speaker);
         let unnamed = Asked {

@@ -1122,6 +1122,19 @@ fn handed_over(after_to: &[String]) -> bool {
     }
 }
 
+/// Whether a dated statement tells of a state beginning ("got a job at a startup last
+/// month", "started at Initech in May"), which may end, rather than of an event
+/// ("finally went to the Louvre in March").
+pub fn starts_a_state(text: &str) -> bool {
+    announces_strong_change(text)
+        || words(text).iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "got" | "started" | "began" | "became" | "bought" | "adopted" | "hired"
+            )
+        })
+}
+
 /// Whether a statement corrects an earlier one.
 pub fn is_correction(text: &str) -> bool {
     let lower = strip_quoted(&text.to_lowercase());

@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::change::{
     announces_change, announces_end, announces_strong_change, displaces, is_correction, may_be,
-    says_the_old_state_ended, sets_present_against_past, states_the_one_value,
+    says_the_old_state_ended, sets_present_against_past, starts_a_state, states_the_one_value,
 };
 use crate::constructor::{Memory, about_the_listener, date_phrase};
 use crate::error::Result;
-use crate::text::{content_words, jaccard, without_annotations};
+use crate::text::{content_words, jaccard, without_annotations, words};
 use crate::values::{days, days_called_wrong, is_item, mentions, named, touches};
 
 /// How relevant a round's candidates are.
@@ -330,26 +330,13 @@ fn told(said: &str) -> String {
         .filter(|s| {
             let asks = s.ends_with('?')
                 && (about_the_listener(s)
-                    || crate::text::words(s)
+                    || words(s)
                         .iter()
                         .any(|w| matches!(w.as_str(), "should" | "shall" | "whether")));
             !asks && !may_be(s)
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Whether a dated statement tells of a state beginning ("got a job at a startup last
-/// month", "started at Initech in May"), which may end, rather than of an event
-/// ("finally went to the Louvre in March").
-fn starts_a_state(text: &str) -> bool {
-    announces_strong_change(text)
-        || crate::text::words(text).iter().any(|w| {
-            matches!(
-                w.as_str(),
-                "got" | "started" | "began" | "became" | "bought" | "adopted" | "hired"
-            )
-        })
 }
 
 /// The content words of a text without its months and day numbers.
