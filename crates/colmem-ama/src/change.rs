@@ -20,7 +20,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::text::{constant_regex, content_words, lexicon_words, words};
+use crate::text::{STOPWORDS, constant_regex, content_words, lexicon_words, words};
 use crate::values::is_occupation;
 
 /// Attributes of a person that change over time, with the words that signal each.
@@ -695,6 +695,34 @@ pub fn main_attributes(text: &str) -> Vec<&'static str> {
         .into_iter()
         .filter(|(hits, _, _)| *hits == most)
         .map(|(_, _, name)| name)
+        .collect()
+}
+
+/// What a text names as the value of one of the `named` attributes, in lower case:
+/// the word a lexicon word measures out with "of" ("20 mg of fluoxetine", "a diagnosis
+/// of celiac disease" → "fluoxetine", "celiac"). Such a value need not be a name, yet
+/// another text naming it is about the same thing ("I take the fluoxetine with
+/// breakfast").
+pub fn attribute_values(text: &str, named: &[&str]) -> Vec<String> {
+    const DETERMINERS: &[&str] = &[
+        "the", "a", "an", "my", "our", "his", "her", "their", "this", "that",
+    ];
+    let ws = words(text);
+    let lexicon: Vec<&str> = ATTRIBUTES
+        .iter()
+        .filter(|(name, _)| named.contains(name))
+        .flat_map(|(_, lexicon)| lexicon.iter().copied())
+        .collect();
+    ws.iter()
+        .enumerate()
+        .filter(|(i, w)| lexicon.contains(&w.as_str()) && ws.get(i + 1).is_some_and(|o| o == "of"))
+        .filter_map(|(i, _)| {
+            ws[i + 2..]
+                .iter()
+                .find(|w| !DETERMINERS.contains(&w.as_str()))
+                .filter(|w| w.chars().count() > 2 && !STOPWORDS.contains(&w.as_str()))
+                .cloned()
+        })
         .collect()
 }
 
@@ -1593,6 +1621,23 @@ mod tests {
         LazyLock::force(&TOLD);
         LazyLock::force(&RETRACTED);
         LazyLock::force(&EVERYTHING);
+    }
+
+    #[test]
+    fn an_attribute_measured_out_with_of_names_its_value() {
+        let med = ["medication"];
+        assert_eq!(
+            attribute_values("I take 20 mg of fluoxetine each morning.", &med),
+            vec!["fluoxetine"]
+        );
+        assert_eq!(
+            attribute_values("Two pills of the ibuprofen, then bed.", &med),
+            vec!["ibuprofen"]
+        );
+        // Not an attribute the instruction names, and nothing but a function word.
+        assert!(attribute_values("20 mg of fluoxetine", &["diagnosis"]).is_empty());
+        assert!(attribute_values("a dose of it", &med).is_empty());
+        assert!(attribute_values("I need my pills", &med).is_empty());
     }
 
     #[test]

@@ -13,7 +13,8 @@ use std::collections::HashSet;
 use colmem_core::{Fragment, FragmentId, Granularity};
 
 use crate::change::{
-    ForgetInstruction, PAST_WORDS, attributes, forget_instruction, main_attributes,
+    ForgetInstruction, PAST_WORDS, attribute_values, attributes, forget_instruction,
+    main_attributes,
 };
 use crate::constructor::Memory;
 use crate::error::Result;
@@ -266,7 +267,16 @@ impl Refresher for OfflineRefresher {
             .iter()
             .flat_map(|f| value_tokens(&f.content))
             .collect();
+        // A value of a named attribute ("20 mg of fluoxetine") is one even in lower case:
+        // naming it once is a repeat.
+        let measured: HashSet<String> = direct
+            .iter()
+            .flat_map(|f| attribute_values(&f.content, &named))
+            .collect();
         let repeats = |f: &Fragment| {
+            if words(&f.content).iter().any(|w| measured.contains(w)) {
+                return true;
+            }
             let shared: Vec<String> = value_tokens(&f.content)
                 .into_iter()
                 .filter(|v| values.contains(v))

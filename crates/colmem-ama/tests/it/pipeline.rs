@@ -1478,6 +1478,40 @@ fn a_forget_instruction_naming_an_attribute_deletes_what_is_about_it_among_other
 }
 
 #[test]
+fn forgetting_an_attribute_forgets_its_value_wherever_it_is_named_again() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "I take 20 mg of fluoxetine each morning.",
+                "2022-03-08",
+            ),
+            (
+                "D1:2",
+                "I also started taking the fluoxetine with breakfast since it upset my stomach.",
+                "2022-03-09",
+            ),
+            (
+                "D1:3",
+                "My favourite band is Fleet Foxes; I see them in May.",
+                "2022-03-10",
+            ),
+            (
+                "D1:4",
+                "Delete everything I told you about my medication.",
+                "2022-03-15",
+            ),
+        ],
+    );
+    let left = every_version_texts(&world, u, a);
+    assert!(!left.iter().any(|c| c.contains("fluoxetine")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("Fleet Foxes")), "{left:?}");
+}
+
+#[test]
 fn a_forget_instruction_leaves_what_only_mentions_its_attribute_in_passing() {
     let (world, u, a) = one_pair();
     world.dana_says(
