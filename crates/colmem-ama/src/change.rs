@@ -20,7 +20,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::text::{STOPWORDS, constant_regex, content_words, lexicon_words, words};
+use crate::text::{MONTHS, STOPWORDS, constant_regex, content_words, lexicon_words, words};
 use crate::values::is_occupation;
 
 /// Attributes of a person that change over time, with the words that signal each.
@@ -574,6 +574,24 @@ pub fn attributes(text: &str) -> Vec<&'static str> {
     attributes_of(&attribute_words(text))
 }
 
+/// Whether a word (lower case) begins the name of a day: a weekday, a month, "the"
+/// (of "the 5th") or a number.
+fn names_a_day(word: &str) -> bool {
+    const WEEKDAYS: [&str; 7] = [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ];
+    word == "the"
+        || word.starts_with(|c: char| c.is_ascii_digit())
+        || WEEKDAYS.contains(&word)
+        || MONTHS.contains(&word)
+}
+
 /// The lexicon words of a text, read for its attributes: a living earned is a job ("what
 /// does Nora do for a living?") and a flat white a coffee, not a home; one's own place
 /// is a home.
@@ -600,6 +618,22 @@ fn attribute_words(text: &str) -> Vec<String> {
                                     | "making"
                             )
                         ) =>
+                {
+                    "job"
+                }
+                // "Moved on again: I'm a manager at Costco" leaves one thing for the
+                // next, not a home ("moved on Saturday", "moved on the 5th" do).
+                "moved" | "move" | "moves" | "moving"
+                    if at(i + 1) == Some("on") && !at(i + 2).is_some_and(names_a_day) =>
+                {
+                    "moved on"
+                }
+                // A night shift is work; a shift in thinking is not.
+                "shift" | "shifts"
+                    if matches!(
+                        before(1),
+                        Some("night" | "day" | "early" | "late" | "morning" | "evening" | "double")
+                    ) =>
                 {
                     "job"
                 }
@@ -1957,6 +1991,32 @@ mod tests {
         assert!(!key_attributes("Dana's photographer got great shots.").contains(&"work"));
         assert!(key_attributes("Dana is a doctor.").contains(&"work"));
         assert!(key_attributes("Dana is the manager now.").contains(&"work"));
+    }
+
+    #[test]
+    fn moving_on_is_no_move_and_a_night_shift_is_work() {
+        // "Moved on" leaves one thing for the next; a move on a day is a move home.
+        assert_eq!(
+            key_attributes("Moved on again: Connor is a department manager at Costco."),
+            vec!["work"]
+        );
+        assert!(!key_attributes("Dana has moved on from that breakup.").contains(&"home"));
+        for moved in [
+            "Dana moved on Saturday.",
+            "Dana moved on the 5th.",
+            "Dana moved on 5 March 2023.",
+        ] {
+            assert_eq!(key_attributes(moved)[0], "home", "{moved}");
+        }
+        assert_eq!(
+            key_attributes("Connor stocks shelves on the night shift at Walmart."),
+            vec!["work"]
+        );
+        assert_eq!(
+            key_attributes("Target offered Connor a day-shift team lead spot."),
+            vec!["work"]
+        );
+        assert!(key_attributes("A shift in how Dana sees it.").is_empty());
     }
 
     #[test]
