@@ -634,6 +634,13 @@ const MONTH_NAMES: [&str; 12] = [
     "December",
 ];
 
+/// Prepositions that take a date of their own: after one, a relative date loses its
+/// "on" or "in" ("as of today" → "as of 3 April 2023"). Not "in" or "on", as often
+/// particles of a verb ("we moved in yesterday").
+const DATE_PREPOSITIONS: &[&str] = &[
+    "of", "since", "until", "till", "from", "by", "before", "after", "for",
+];
+
 /// Replaces relative dates with absolute ones, given when the sentence was said.
 pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
     const DAY: i64 = 86_400_000;
@@ -670,6 +677,17 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
     for (phrase, absolute) in replacements.iter() {
         let lower = out.to_lowercase();
         if let Some(pos) = find_phrase(&lower, phrase) {
+            // "As of today", "since last year", "today's news": a preposition of its
+            // own, or none, is kept ("as of 3 April 2023", not "as of on 3 April 2023").
+            let after_preposition = lower[..pos]
+                .split_whitespace()
+                .next_back()
+                .is_some_and(|w| DATE_PREPOSITIONS.contains(&w));
+            let possessive = lower[pos + phrase.len()..].starts_with("'s");
+            let absolute = match absolute.split_once(' ') {
+                Some(("on" | "in", rest)) if after_preposition || possessive => rest,
+                _ => absolute.as_str(),
+            };
             out.replace_range(pos..pos + phrase.len(), absolute);
         }
     }
@@ -1242,6 +1260,35 @@ mod tests {
             ahead("next month i start at initech.", december),
             Some(Timestamp::parse("2023-01-01T00:00:00Z").unwrap())
         );
+    }
+
+    #[test]
+    fn a_relative_date_after_a_preposition_or_before_a_possessive_takes_no_other() {
+        let said = Timestamp::parse("2023-04-03T10:00:00Z").unwrap();
+        for (text, absolute) in [
+            (
+                "As of today my title is engineering manager.",
+                "As of 3 April 2023 my title is engineering manager.",
+            ),
+            (
+                "I'm a manager at Costco as of this month.",
+                "I'm a manager at Costco as of April 2023.",
+            ),
+            (
+                "I've lived here since last year.",
+                "I've lived here since 2022.",
+            ),
+            (
+                "Today's standup ran long.",
+                "3 April 2023's standup ran long.",
+            ),
+            // "In" and "on" are as often particles: "moved in", "logged on".
+            ("We moved in yesterday.", "We moved in on 2 April 2023."),
+            // Without a preposition before it, the date brings its own.
+            ("I quit today.", "I quit on 3 April 2023."),
+        ] {
+            assert_eq!(absolutise_dates(text, said), absolute, "{text}");
+        }
     }
 
     #[test]
