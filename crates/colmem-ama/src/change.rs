@@ -493,6 +493,7 @@ const CHANGE_CUES: &[&str] = &[
     "got",
     "bought",
     "promoted",
+    "promotion",
     "transferred",
     "retired",
     "finally",
@@ -829,6 +830,7 @@ const WEAK_CHANGE_CUES: &[&str] = &[
     "became",
     "becoming",
     "converted",
+    "promotion",
 ];
 
 /// Attributes with one value at a time: a new home, employer or phone takes the old
@@ -2044,6 +2046,10 @@ mod tests {
         assert!(announces_change("I switched to a Pixel"));
         assert!(announces_change("I no longer drink coffee"));
         assert!(!announces_change("I live in Denver"));
+        // A promotion changes the title.
+        assert!(announces_change(
+            "The promotion came through: my title is engineering manager."
+        ));
         assert!(is_correction("Sorry, I misspoke: my sister lives in Lyon"));
         assert!(is_correction("It's in Lyon, not Lille"));
         assert!(!is_correction("My sister lives in Lyon"));
