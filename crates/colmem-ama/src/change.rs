@@ -599,6 +599,16 @@ fn names_a_day(word: &str) -> bool {
 fn attribute_words(text: &str) -> Vec<String> {
     let ws = lexicon_words(text);
     let at = |i: usize| ws.get(i).map(String::as_str);
+    // The word at `i` is someone's: after "my", "our" … or a possessive ("Sven's
+    // family's street" gives "family's", "family", "street").
+    let owned = |i: usize| {
+        let before = |k: usize| i.checked_sub(k).and_then(at);
+        before(1).is_some_and(|w| {
+            matches!(w, "my" | "our" | "his" | "her" | "their")
+                || w.ends_with("'s")
+                || before(2) == Some(format!("{w}'s").as_str())
+        })
+    };
     (0..ws.len())
         .map(|i| {
             let before = |k: usize| i.checked_sub(k).and_then(at);
@@ -642,6 +652,8 @@ fn attribute_words(text: &str) -> Vec<String> {
                 "flat" if at(i + 1) == Some("white") => "coffee",
                 // "Got my own place in Casablanca" is a home.
                 "place" if before(1) == Some("own") => "home",
+                // "Our street in Grunerlokka" is a home; "across the street" is not.
+                "street" if owned(i) => "home",
                 w => w,
             };
             sense.to_owned()
@@ -2019,6 +2031,18 @@ mod tests {
             vec!["work"]
         );
         assert!(key_attributes("A shift in how Dana sees it.").is_empty());
+    }
+
+    #[test]
+    fn ones_own_street_is_a_home() {
+        for home in [
+            "Sven's family's street in Grunerlokka is full of flags.",
+            "Our street in Grunerlokka is full of flags.",
+            "Dana's street is so quiet.",
+        ] {
+            assert_eq!(key_attributes(home), vec!["home"], "{home}");
+        }
+        assert!(key_attributes("The cafe across the street is full.").is_empty());
     }
 
     #[test]
