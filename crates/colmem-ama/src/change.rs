@@ -1221,8 +1221,11 @@ pub fn is_correction(text: &str) -> bool {
         } else {
             ws.iter().any(|w| w == cue)
         }
-    }) || NOT_BUT.is_match(&lower)
-        || OPENING_ACTUALLY.is_match(&lower)
+    }) || NOT_BUT.captures_iter(&lower).any(|c| {
+        // "A huge part of my life, not just a hobby" adds; it corrects nothing.
+        let after_not = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
+        !ADDING.contains(&after_not)
+    }) || OPENING_ACTUALLY.is_match(&lower)
 }
 
 static OPENING_ACTUALLY: LazyLock<Regex> = LazyLock::new(|| {
@@ -1235,7 +1238,11 @@ static OPENING_ACTUALLY: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static NOT_BUT: LazyLock<Regex> =
-    LazyLock::new(|| constant_regex(r"\bnot\s+\w+(?:\s+\w+)?\s*,?\s*but\b|\b\w+,\s+not\s+\w+"));
+    LazyLock::new(|| constant_regex(r"\bnot\s+(\w+)(?:\s+\w+)?\s*,?\s*but\b|\b\w+,\s+not\s+(\w+)"));
+
+/// Words after "not" that add to what is said rather than set it right: "not just a
+/// hobby", "not only pottery but painting too".
+const ADDING: &[&str] = &["just", "only", "merely", "simply", "even"];
 
 /// What a user asked the memory to forget.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -2077,6 +2084,12 @@ mod tests {
         assert!(is_correction("Sorry, I misspoke: my sister lives in Lyon"));
         assert!(is_correction("It's in Lyon, not Lille"));
         assert!(!is_correction("My sister lives in Lyon"));
+        // "Not just", "not only" add to what is said.
+        assert!(!is_correction(
+            "Pottery is a huge part of my life, not just a hobby."
+        ));
+        assert!(!is_correction("Not only pottery but painting too."));
+        assert!(is_correction("Not Lille but Lyon."));
     }
 
     #[test]

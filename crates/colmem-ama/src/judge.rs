@@ -200,6 +200,8 @@ impl Judge for OfflineJudge {
         // Nor does what may or would be ("maybe one day I switch to a Pixel").
         let unreal = may_be(&new.content);
         let corrected = is_correction(&new.content) || is_correction(&told);
+        // "No longer", "from now on": the statement itself says the old state ended.
+        let ends_old = !unreal && says_the_old_state_ended(&new.content);
         let ended = !unreal && (announces_end(&new.content) || announces_end(&told));
         let strong = corrected
             || ended
@@ -220,6 +222,7 @@ impl Judge for OfflineJudge {
         let names = people(new, held);
         let new_values = named(&without_annotations(&new.content), &names);
         let new_words = content_words(&new.content);
+        let new_topic = topic_words(&new.content, &names);
         let wrong_days = if corrected {
             days_called_wrong(said)
         } else {
@@ -238,12 +241,16 @@ impl Judge for OfflineJudge {
             };
             let old_values = named(&without_annotations(&f.content), &names);
             let names_held = keys_agree && old_values.iter().any(|v| touches(said, v));
+            let overlaps = |old: &[String], new: &[String]| {
+                keys_agree && jaccard(old, new) >= self.config.correction_overlap
+            };
+            // About the same thing in other words: "Send me the weekly summary by email"
+            // and "Text me the weekly summary as an SMS instead from now on". Their
+            // people's names do not make two statements about the same thing.
             let related = same_key
                 || names_held
-                || (corrected
-                    && keys_agree
-                    && jaccard(&content_words(&f.content), &new_words)
-                        >= self.config.correction_overlap);
+                || (corrected && overlaps(&content_words(&f.content), &new_words))
+                || (ends_old && overlaps(&topic_words(&f.content, &names), &new_topic));
             if !related {
                 continue;
             }
@@ -274,7 +281,7 @@ impl Judge for OfflineJudge {
                 // whatever holds now; a dated change ("got a job at a startup last
                 // month") is a state that may end.
                 let event = date_phrase(&f.content).is_some() && !starts_a_state(&f.content);
-                same_key && !event && (cue || (self.config.latest_wins && brings_new))
+                (same_key || ends_old) && !event && (cue || (self.config.latest_wins && brings_new))
             } else {
                 // An end named ("Rakuten laid off my group") closes a fact all of
                 // whose values it names, whether or not something takes their place.
@@ -337,6 +344,17 @@ fn told(said: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The content words of a text without the names of `people` (nor their possessives).
+fn topic_words(text: &str, people: &[String]) -> Vec<String> {
+    content_words(text)
+        .into_iter()
+        .filter(|w| {
+            let bare = w.strip_suffix("'s").unwrap_or(w);
+            !people.iter().any(|p| p.eq_ignore_ascii_case(bare))
+        })
+        .collect()
 }
 
 /// The content words of a text without its months and day numbers.

@@ -877,6 +877,8 @@ impl Pipeline {
             },
         )?;
         let corrected = crate::change::is_correction(&memory.content);
+        // "From now on", "no longer": what it ends may be told in other words.
+        let ends_old = crate::change::says_the_old_state_ended(&memory.content);
         // A correction may call a held day wrong ("I typed March 4 by mistake").
         let wrong_days = if corrected {
             crate::values::days_called_wrong(said)
@@ -896,7 +898,10 @@ impl Pipeline {
                 || crate::values::days(&f.content)
                     .iter()
                     .any(|d| wrong_days.contains(d));
-            if about_speaker && (named_now || (corrected && f.key.is_some() && f.key != memory.key))
+            if about_speaker
+                && (named_now
+                    || (corrected && f.key.is_some() && f.key != memory.key)
+                    || (ends_old && f.key != memory.key))
             {
                 held.push(f);
             }

@@ -2422,3 +2422,38 @@ fn a_move_announced_for_next_month_leaves_the_weeks_between_at_the_old_home() {
     let (answer, _) = world.ask(u, a, "Where did Dana live in June 2022?", after);
     assert!(answer.contains("Valparaiso"), "{answer:?}");
 }
+
+#[test]
+fn from_now_on_replaces_what_was_said_of_the_same_thing_in_other_words() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "Send me the weekly summary by email, please; I read it on Monday mornings.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "I take my pets to the park most mornings.",
+                "2023-01-06",
+            ),
+            (
+                "D1:3",
+                "Text me the weekly summary as an SMS instead from now on.",
+                "2023-02-05",
+            ),
+            // Sharing only the speaker's name is not being about the same thing.
+            (
+                "D1:4",
+                "I'll start writing down my favourite walks from now on.",
+                "2023-02-06",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(u, a, "by email"));
+    assert!(world.recalls_current_fact(u, a, "as an SMS"));
+    assert!(world.recalls_current_fact(u, a, "pets to the park"));
+}
