@@ -12,7 +12,7 @@ use crate::change::{
     announces_change, announces_end, announces_strong_change, displaces, is_correction, may_be,
     says_the_old_state_ended, sets_present_against_past, starts_a_state, states_the_one_value,
 };
-use crate::constructor::{Memory, about_the_listener, date_phrase};
+use crate::constructor::{Memory, Subject, about_the_listener, date_phrase, subject_of};
 use crate::error::Result;
 use crate::text::{content_words, jaccard, without_annotations, words};
 use crate::values::{days, days_called_wrong, is_item, mentions, named, touches};
@@ -196,7 +196,7 @@ impl Judge for OfflineJudge {
         let said = &without_annotations(said);
         // A cue in a question to the listener ("What's the last book that moved
         // you?") announces nothing of the speaker's.
-        let told = told(said);
+        let told = told(said, new.speaker.as_deref());
         // Nor does what may or would be ("maybe one day I switch to a Pixel").
         let unreal = may_be(&new.content);
         let corrected = is_correction(&new.content) || is_correction(&told);
@@ -229,8 +229,17 @@ impl Judge for OfflineJudge {
             Vec::new()
         };
         let undated_new = undated(&new.content);
+        // "Neusa's sister moved to Florianopolis": what someone else's people do
+        // changes nothing the speaker holds of themselves or of their own people.
+        let someone_elses = new
+            .speaker
+            .as_deref()
+            .is_some_and(|speaker| subject_of(&new.content, speaker) == Subject::Other);
         let mut out = Vec::new();
-        for f in held.iter().filter(|f| f.content != new.content) {
+        for f in held
+            .iter()
+            .filter(|f| f.content != new.content && !(someone_elses && f.key.is_some()))
+        {
             let same_key = new.key.is_some() && f.key == new.key;
             // Different people (`dana/…` and `dana/brother/…`) never replace each
             // other's facts; the attribute may differ, as the lexicon is coarse.
@@ -328,12 +337,15 @@ impl Judge for OfflineJudge {
     }
 }
 
-/// The sentences of `said` that tell of what is: not a question about the listener, a
+/// The sentences of `said` that tell of what is, of the `speaker` or their people: not
+/// one about someone else's ("Neusa's sister moved"), a question about the listener, a
 /// question asking what to do ("should I switch to a Pixel?") or what may be ("maybe
 /// I'll move"). "Can you believe Globex laid off my team?" tells of the speaker.
-fn told(said: &str) -> String {
+fn told(said: &str, speaker: Option<&str>) -> String {
     crate::text::sentences(said)
         .into_iter()
+        // "Neusa's sister moved to Florianopolis" tells of someone else's people.
+        .filter(|s| speaker.is_none_or(|speaker| subject_of(s, speaker) != Subject::Other))
         .filter(|s| {
             let asks = s.ends_with('?')
                 && (about_the_listener(s)

@@ -2457,3 +2457,31 @@ fn from_now_on_replaces_what_was_said_of_the_same_thing_in_other_words() {
     assert!(world.recalls_current_fact(u, a, "as an SMS"));
     assert!(world.recalls_current_fact(u, a, "pets to the park"));
 }
+
+#[test]
+fn someone_elses_move_in_a_turn_changes_nothing_the_speaker_holds() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "Retired mechanic here, from Porto Alegre.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "My wife Neusa and I switched off the television during dinner, a new rule.",
+                "2023-01-06",
+            ),
+            (
+                "D1:3",
+                "Neusa's sister moved to Florianopolis, by the beach. She invites us all the time, but I would never leave Porto Alegre.",
+                "2023-02-05",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "mechanic"));
+    assert!(world.recalls_current_fact(u, a, "television"));
+}
