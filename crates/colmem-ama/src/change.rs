@@ -1155,6 +1155,14 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
                     .is_some_and(|n| GENERAL_ING.contains(&n.as_str())))
         }
         "ended" => next != Some("up"),
+        // "The ending really moved me", "I was moved by it", "moved to tears" tell of
+        // a feeling.
+        "moved" | "moves" | "moving" => {
+            !(matches!(
+                next,
+                Some("me" | "him" | "her" | "us" | "them" | "you" | "by")
+            ) || (next == Some("to") && ws.get(i + 2).is_some_and(|w| w == "tears")))
+        }
         "switch" | "switched" | "switching" => !matches!(next, Some("off" | "on")),
         _ => true,
     }
@@ -2038,6 +2046,24 @@ mod tests {
             vec!["work"]
         );
         assert!(key_attributes("A shift in how Dana sees it.").is_empty());
+    }
+
+    #[test]
+    fn being_moved_is_a_feeling() {
+        for feeling in [
+            "The ending really moved me.",
+            "I was so moved by the film.",
+            "It moved us to tears.",
+        ] {
+            assert!(!announces_change(feeling), "{feeling}");
+        }
+        for moved in [
+            "I moved to Leeds.",
+            "We moved house.",
+            "I'm moving in March.",
+        ] {
+            assert!(announces_change(moved), "{moved}");
+        }
     }
 
     #[test]

@@ -197,19 +197,21 @@ impl Judge for OfflineJudge {
         // A cue in a question to the listener ("What's the last book that moved
         // you?") announces nothing of the speaker's.
         let told = told(said, new.speaker.as_deref());
+        // The statement's cues are read as the speaker said them: "the ending really
+        // moved me" (not "moved Dana") tells of a feeling.
+        let own = in_first_person(&new.content, new.speaker.as_deref());
         // Nor does what may or would be ("maybe one day I switch to a Pixel").
-        let unreal = may_be(&new.content);
-        let corrected = is_correction(&new.content) || is_correction(&told);
+        let unreal = may_be(&own);
+        let corrected = is_correction(&own) || is_correction(&told);
         // "No longer", "from now on": the statement itself says the old state ended.
-        let ends_old = !unreal && says_the_old_state_ended(&new.content);
-        let ended = !unreal && (announces_end(&new.content) || announces_end(&told));
+        let ends_old = !unreal && says_the_old_state_ended(&own);
+        let ended = !unreal && (announces_end(&own) || announces_end(&told));
         let strong = corrected
             || ended
-            || (!unreal
-                && (announces_strong_change(&new.content) || announces_strong_change(&told)));
+            || (!unreal && (announces_strong_change(&own) || announces_strong_change(&told)));
         // A weak cue elsewhere in the turn ("it's just me and a co-founder for now")
         // says nothing of this statement; a strong one ("switched", "moved") does.
-        let changed = strong || (!unreal && announces_change(&new.content));
+        let changed = strong || (!unreal && announces_change(&own));
         // Whether the statement speaks of "the one" value (a home, a favourite).
         let attribute = new.key.as_deref().and_then(|k| k.rsplit('/').next());
         let one_value =
@@ -356,6 +358,24 @@ fn told(said: &str, speaker: Option<&str>) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A fact as its speaker said it: their possessive "my", their name "me" ("the ending
+/// moved Dana" → "the ending moved me").
+fn in_first_person(text: &str, speaker: Option<&str>) -> String {
+    let Some(speaker) = speaker.map(str::to_lowercase) else {
+        return text.to_owned();
+    };
+    let possessive = format!("{speaker}'s");
+    crate::text::map_words(text, |_, word| {
+        if word == possessive {
+            Some("my".to_owned())
+        } else if word == speaker {
+            Some("me".to_owned())
+        } else {
+            None
+        }
+    })
 }
 
 /// The content words of a text without the names of `people` (nor their possessives).

@@ -2485,3 +2485,25 @@ fn someone_elses_move_in_a_turn_changes_nothing_the_speaker_holds() {
     assert!(world.recalls_current_fact(u, a, "mechanic"));
     assert!(world.recalls_current_fact(u, a, "television"));
 }
+
+#[test]
+fn being_moved_by_a_film_is_no_move() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "I moved to Bristol, best decision ever.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "Watched The Whale last night, the ending really moved me.",
+                "2023-03-25",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "Bristol"));
+}
