@@ -638,7 +638,7 @@ const MONTH_NAMES: [&str; 12] = [
 /// "on" or "in" ("as of today" → "as of 3 April 2023"). Not "in" or "on", as often
 /// particles of a verb ("we moved in yesterday").
 const DATE_PREPOSITIONS: &[&str] = &[
-    "of", "since", "until", "till", "from", "by", "before", "after", "for",
+    "of", "since", "until", "till", "from", "to", "by", "before", "after", "for",
 ];
 
 /// Replaces relative dates with absolute ones, given when the sentence was said.
@@ -1277,6 +1277,10 @@ mod tests {
             (
                 "I've lived here since last year.",
                 "I've lived here since 2022.",
+            ),
+            (
+                "They moved my trip to next week.",
+                "They moved my trip to the week after 3 April 2023.",
             ),
             (
                 "Today's standup ran long.",
