@@ -20,7 +20,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::text::{MONTHS, STOPWORDS, constant_regex, content_words, lexicon_words, words};
+use crate::text::{STOPWORDS, constant_regex, content_words, lexicon_words, words};
 use crate::values::is_occupation;
 
 /// Attributes of a person that change over time, with the words that signal each.
@@ -575,27 +575,39 @@ pub fn attributes(text: &str) -> Vec<&'static str> {
     attributes_of(&attribute_words(text))
 }
 
-/// Whether a word (lower case) begins the name of a day: a weekday, a month, "the"
-/// (of "the 5th") or a number.
-fn names_a_day(word: &str) -> bool {
-    const WEEKDAYS: [&str; 7] = [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-    ];
-    word == "the"
-        || word.starts_with(|c: char| c.is_ascii_digit())
-        || WEEKDAYS.contains(&word)
-        || MONTHS.contains(&word)
-}
+/// Words after "street" that make it a kind of thing: "street food", "street art".
+const STREET_THINGS: &[&str] = &[
+    "food",
+    "art",
+    "artist",
+    "artists",
+    "photography",
+    "photos",
+    "style",
+    "market",
+    "party",
+    "parking",
+    "performer",
+    "performers",
+    "musician",
+    "musicians",
+    "vendor",
+    "vendors",
+    "fair",
+    "festival",
+    "dance",
+    "smarts",
+    "cred",
+];
+
+/// Words after "moved on" in its sense of leaving one thing for the next.
+const MOVING_ON: &[&str] = &[
+    "from", "again", "with", "since", "now", "to", "and", "but", "so", "quickly", "already",
+];
 
 /// The lexicon words of a text, read for its attributes: a living earned is a job ("what
-/// does Nora do for a living?") and a flat white a coffee, not a home; one's own place
-/// is a home.
+/// does Nora do for a living?"), and so is a night shift; a flat white is a coffee, not
+/// a home, and "moved on from that" no move; one's own place or street is a home.
 fn attribute_words(text: &str) -> Vec<String> {
     let ws = lexicon_words(text);
     let at = |i: usize| ws.get(i).map(String::as_str);
@@ -632,10 +644,12 @@ fn attribute_words(text: &str) -> Vec<String> {
                 {
                     "job"
                 }
-                // "Moved on again: I'm a manager at Costco" leaves one thing for the
-                // next, not a home ("moved on Saturday", "moved on the 5th" do).
+                // "Moved on again: I'm a manager at Costco", "moved on from that" leave
+                // one thing for the next, not a home ("moved on Saturday", "moved on a
+                // whim to Lisbon" do).
                 "moved" | "move" | "moves" | "moving"
-                    if at(i + 1) == Some("on") && !at(i + 2).is_some_and(names_a_day) =>
+                    if at(i + 1) == Some("on")
+                        && at(i + 2).is_none_or(|w| MOVING_ON.contains(&w)) =>
                 {
                     "moved on"
                 }
@@ -652,8 +666,11 @@ fn attribute_words(text: &str) -> Vec<String> {
                 "flat" if at(i + 1) == Some("white") => "coffee",
                 // "Got my own place in Casablanca" is a home.
                 "place" if before(1) == Some("own") => "home",
-                // "Our street in Grunerlokka" is a home; "across the street" is not.
-                "street" if owned(i) => "home",
+                // "Our street in Grunerlokka" is a home; "across the street" and "my
+                // street photography" are not.
+                "street" if owned(i) && !at(i + 1).is_some_and(|w| STREET_THINGS.contains(&w)) => {
+                    "home"
+                }
                 w => w,
             };
             sense.to_owned()
@@ -746,13 +763,19 @@ pub fn main_attributes(text: &str) -> Vec<&'static str> {
 }
 
 /// What a text names as the value of one of the `named` attributes, in lower case:
-/// the word a lexicon word measures out with "of" ("20 mg of fluoxetine", "a diagnosis
-/// of celiac disease" → "fluoxetine", "celiac"). Such a value need not be a name, yet
-/// another text naming it is about the same thing ("I take the fluoxetine with
+/// the one word a lexicon word measures out with "of", when what follows it is no part
+/// of its name ("20 mg of fluoxetine each morning" → "fluoxetine"; not "a diagnosis of
+/// type 2 diabetes", whose value is more than "type"). Such a value need not be a name,
+/// yet another text naming it is about the same thing ("I take the fluoxetine with
 /// breakfast").
 pub fn attribute_values(text: &str, named: &[&str]) -> Vec<String> {
     const DETERMINERS: &[&str] = &[
         "the", "a", "an", "my", "our", "his", "her", "their", "this", "that",
+    ];
+    // Words that may follow the value: it ends there.
+    const AFTER: &[&str] = &[
+        "each", "every", "daily", "twice", "once", "per", "a", "at", "in", "with", "for", "since",
+        "when", "and", "or", "but", "to", "on", "before", "after", "then",
     ];
     let ws = words(text);
     let lexicon: Vec<&str> = ATTRIBUTES
@@ -760,17 +783,27 @@ pub fn attribute_values(text: &str, named: &[&str]) -> Vec<String> {
         .filter(|(name, _)| named.contains(name))
         .flat_map(|(_, lexicon)| lexicon.iter().copied())
         .collect();
-    ws.iter()
-        .enumerate()
-        .filter(|(i, w)| lexicon.contains(&w.as_str()) && ws.get(i + 1).is_some_and(|o| o == "of"))
-        .filter_map(|(i, _)| {
-            ws[i + 2..]
-                .iter()
-                .find(|w| !DETERMINERS.contains(&w.as_str()))
-                .filter(|w| w.chars().count() > 2 && !STOPWORDS.contains(&w.as_str()))
-                .cloned()
-        })
-        .collect()
+    let mut out = Vec::new();
+    for i in 0..ws.len() {
+        if !(lexicon.contains(&ws[i].as_str()) && ws.get(i + 1).is_some_and(|o| o == "of")) {
+            continue;
+        }
+        let Some(k) = (i + 2..ws.len()).find(|&k| !DETERMINERS.contains(&ws[k].as_str())) else {
+            continue;
+        };
+        let value = &ws[k];
+        let ends = ws
+            .get(k + 1)
+            .is_none_or(|next| AFTER.contains(&next.as_str()));
+        if ends
+            && value.chars().count() > 2
+            && value.chars().all(char::is_alphabetic)
+            && !STOPWORDS.contains(&value.as_str())
+        {
+            out.push(value.clone());
+        }
+    }
+    out
 }
 
 fn attributes_of(ws: &[String]) -> Vec<&'static str> {
@@ -1155,18 +1188,36 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
                     .is_some_and(|n| GENERAL_ING.contains(&n.as_str())))
         }
         "ended" => next != Some("up"),
-        // "The ending really moved me", "I was moved by it", "moved to tears" tell of
-        // a feeling.
+        // "I didn't get the promotion" changes nothing.
+        "promotion" => !(1..=3).any(|n| before(n).is_some_and(|w| NEGATIONS.contains(&w))),
+        // "The ending really moved me", "it moved us to tears", "I was so moved by it"
+        // tell of a feeling; "they moved us to Denver", "we're moving by June" do not.
         "moved" | "moves" | "moving" => {
-            !(matches!(
-                next,
-                Some("me" | "him" | "her" | "us" | "them" | "you" | "by")
-            ) || (next == Some("to") && ws.get(i + 2).is_some_and(|w| w == "tears")))
+            let then = ws.get(i + 2).map(String::as_str);
+            let feeling = match next {
+                Some("me" | "him" | "her" | "us" | "them" | "you") => match then {
+                    None => true,
+                    Some("to") => ws.get(i + 3).is_some_and(|w| w == "tears"),
+                    Some(w) => !WHERE_TO.contains(&w),
+                },
+                Some("by") => matches!(
+                    before(1),
+                    Some("was" | "were" | "so" | "really" | "deeply" | "truly" | "very" | "felt")
+                ),
+                _ => false,
+            };
+            !feeling
         }
         "switch" | "switched" | "switching" => !matches!(next, Some("off" | "on")),
         _ => true,
     }
 }
+
+/// Words after "moved someone" that say where to: "moved us into a bigger flat".
+const WHERE_TO: &[&str] = &[
+    "to", "into", "in", "out", "from", "back", "over", "across", "here", "there", "away", "abroad",
+    "home", "up", "down", "closer", "nearer", "around",
+];
 
 /// Words of what may be rather than what is.
 const MAY_BE: &[&str] = &["maybe", "perhaps", "might", "someday"];
@@ -1701,6 +1752,9 @@ mod tests {
         assert!(attribute_values("20 mg of fluoxetine", &["diagnosis"]).is_empty());
         assert!(attribute_values("a dose of it", &med).is_empty());
         assert!(attribute_values("I need my pills", &med).is_empty());
+        // A value of more than one word is not its first word.
+        assert!(attribute_values("a diagnosis of type 2 diabetes", &["diagnosis"]).is_empty());
+        assert!(attribute_values("a prescription of 2019", &med).is_empty());
     }
 
     #[test]
@@ -2034,6 +2088,7 @@ mod tests {
             "Dana moved on Saturday.",
             "Dana moved on the 5th.",
             "Dana moved on 5 March 2023.",
+            "Dana moved on a whim to Lisbon.",
         ] {
             assert_eq!(key_attributes(moved)[0], "home", "{moved}");
         }
@@ -2054,6 +2109,7 @@ mod tests {
             "The ending really moved me.",
             "I was so moved by the film.",
             "It moved us to tears.",
+            "That speech moved me deeply.",
         ] {
             assert!(!announces_change(feeling), "{feeling}");
         }
@@ -2061,6 +2117,9 @@ mod tests {
             "I moved to Leeds.",
             "We moved house.",
             "I'm moving in March.",
+            "We're moving by the end of June.",
+            "My company moved me to the Austin office.",
+            "They moved us into a bigger flat.",
         ] {
             assert!(announces_change(moved), "{moved}");
         }
@@ -2076,6 +2135,7 @@ mod tests {
             assert_eq!(key_attributes(home), vec!["home"], "{home}");
         }
         assert!(key_attributes("The cafe across the street is full.").is_empty());
+        assert!(!key_attributes("Our street food tour was the best part.").contains(&"home"));
     }
 
     #[test]
@@ -2107,6 +2167,7 @@ mod tests {
         assert!(announces_change(
             "The promotion came through: my title is engineering manager."
         ));
+        assert!(!announces_change("I didn't get the promotion, sadly."));
         assert!(is_correction("Sorry, I misspoke: my sister lives in Lyon"));
         assert!(is_correction("It's in Lyon, not Lille"));
         assert!(!is_correction("My sister lives in Lyon"));

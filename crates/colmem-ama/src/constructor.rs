@@ -243,7 +243,7 @@ impl OfflineConstructor {
             let subject = match subject_of(&rewritten, &turn.speaker) {
                 Subject::Speaker => Some(turn.speaker.clone()),
                 Subject::Relation(r) => Some(format!("{}/{r}", turn.speaker)),
-                Subject::Other => None,
+                Subject::TheirPeople | Subject::Other => None,
             };
             // A bracketed sentence describes what was shared ("[shares an image: a
             // photo of a cake]"): it states nothing about the speaker.
@@ -476,8 +476,11 @@ pub(crate) enum Subject {
     Speaker,
     /// One of the speaker's people: "Dana's sister".
     Relation(&'static str),
-    /// Someone else's: "Jess's sister moved", "a colleague of Dana's quit", "two
+    /// Someone else's people, by a possessive or a count: "Jess's sister moved", "two
     /// colleagues were transferred".
+    TheirPeople,
+    /// Someone else otherwise: "a colleague of Dana's quit", "colleagues were
+    /// transferred" (but "Mom and I left Brooklyn" opens with a relation too).
     Other,
 }
 
@@ -502,9 +505,9 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
             Some(owner) if owner == possessive || matches!(owner, "my" | "our") => {
                 Subject::Relation(relation)
             }
-            Some(owner) if owner.ends_with("'s") => Subject::Other,
+            Some(owner) if owner.ends_with("'s") => Subject::TheirPeople,
             None => Subject::Other,
-            Some("a" | "an" | "one" | "two" | "three" | "some") if i == 1 => Subject::Other,
+            Some("a" | "an" | "one" | "two" | "three" | "some") if i == 1 => Subject::TheirPeople,
             _ if ws.get(i + 1).is_some_and(|n| n == "of") => Subject::Other,
             _ => continue,
         };
@@ -635,10 +638,10 @@ const MONTH_NAMES: [&str; 12] = [
 ];
 
 /// Prepositions that take a date of their own: after one, a relative date loses its
-/// "on" or "in" ("as of today" → "as of 3 April 2023"). Not "in" or "on", as often
-/// particles of a verb ("we moved in yesterday").
+/// "on" or "in" ("as of today" → "as of 3 April 2023"). Not "in", "on" or "by", as
+/// often particles of a verb ("we moved in yesterday", "she dropped by today").
 const DATE_PREPOSITIONS: &[&str] = &[
-    "of", "since", "until", "till", "from", "to", "by", "before", "after", "for",
+    "of", "since", "until", "till", "from", "to", "before", "after", "for",
 ];
 
 /// Replaces relative dates with absolute ones, given when the sentence was said.
@@ -675,7 +678,9 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
     ];
     let mut out = sentence.to_owned();
     for (phrase, absolute) in replacements.iter() {
-        let lower = out.to_lowercase();
+        // ASCII lower case keeps every byte where it was: a position in `lower` is
+        // one in `out` ("İzmir" lower-cased in full is a byte longer).
+        let lower = out.to_ascii_lowercase();
         if let Some(pos) = find_phrase(&lower, phrase) {
             // "As of today", "since last year", "today's news": a preposition of its
             // own, or none, is kept ("as of 3 April 2023", not "as of on 3 April 2023").
@@ -683,7 +688,8 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
                 .split_whitespace()
                 .next_back()
                 .is_some_and(|w| DATE_PREPOSITIONS.contains(&w));
-            let possessive = lower[pos + phrase.len()..].starts_with("'s");
+            let rest = &lower[pos + phrase.len()..];
+            let possessive = rest.starts_with("'s") || rest.starts_with("\u{2019}s");
             let absolute = match absolute.split_once(' ') {
                 Some(("on" | "in", rest)) if after_preposition || possessive => rest,
                 _ => absolute.as_str(),
@@ -1090,10 +1096,23 @@ mod tests {
             subject_of("One of Dana's flatmates is moving out.", "Dana"),
             Subject::Relation("flatmate")
         );
+        assert_eq!(
+            subject_of("Jess's sister moved to Stirling.", "Dana"),
+            Subject::TheirPeople
+        );
         for sentence in [
-            "Jess's sister moved to Stirling.",
-            "A colleague of Dana's has taken a job in Bergen.",
             "Two colleagues were transferred to Osaka.",
+            "A colleague of Dana's has taken a job in Bergen.",
+        ] {
+            assert_eq!(
+                subject_of(sentence, "Dana"),
+                Subject::TheirPeople,
+                "{sentence}"
+            );
+        }
+        for sentence in [
+            "Colleagues were transferred to Osaka.",
+            "Mom and Dana left Brooklyn.",
         ] {
             assert_eq!(subject_of(sentence, "Dana"), Subject::Other, "{sentence}");
         }
@@ -1285,6 +1304,15 @@ mod tests {
             (
                 "Today's standup ran long.",
                 "3 April 2023's standup ran long.",
+            ),
+            (
+                "Today\u{2019}s standup ran long.",
+                "3 April 2023\u{2019}s standup ran long.",
+            ),
+            ("She dropped by today.", "She dropped by on 3 April 2023."),
+            (
+                "İzmir was hot yesterday, so we stayed in.",
+                "İzmir was hot on 2 April 2023, so we stayed in.",
             ),
             // "In" and "on" are as often particles: "moved in", "logged on".
             ("We moved in yesterday.", "We moved in on 2 April 2023."),

@@ -53,8 +53,9 @@ pub trait Judge: Send + Sync + std::fmt::Debug {
     /// The held facts that `new` makes stale. `said` is the whole input `new` was drawn
     /// from (a turn may name the old value in one sentence and the new one in the next).
     /// `held` are the candidates: current facts of the same subject (same speaker and
-    /// attribute), facts whose values `said` names, and for a correction the speaker's
-    /// recent facts; newest first.
+    /// attribute), facts whose values `said` names, and for a correction or a statement
+    /// that the old state ended ("from now on", "no longer") the speaker's recent facts;
+    /// newest first.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>>;
 }
 
@@ -176,9 +177,11 @@ impl Judge for OfflineJudge {
     /// A held fact is stale when the new statement is about it and brings a value it
     /// did not have (see [`crate::values`]). "About it" is the same subject key, or a
     /// turn that names (a distinctive word of) one of its values ("I handed in my notice at Globex and start at
-    /// Initech"), or for a correction enough shared words. A statement that names no
-    /// value ("onboarding finally wrapped up") replaces nothing; a held fact without a
-    /// value gives way to one with the same key that announces a strong change
+    /// Initech"), or for a correction enough shared words, or for a statement that the
+    /// old state ended ("from now on") two or more shared words besides people's names.
+    /// A statement that names no value ("onboarding finally wrapped up") replaces
+    /// nothing; a held fact without a value gives way to one with the same key (or, when
+    /// it says the old state ended, about the same thing) that announces a strong change
     /// ("switched", "from now on") or sets a new favourite against the past ("… is my
     /// favourite now"); to one that names no value either only when it says the old
     /// state ended in so many words ("from now on", a correction). A statement
@@ -190,7 +193,9 @@ impl Judge for OfflineJudge {
     /// one asking what to do ("should I switch?") or in what may be ("maybe one day I
     /// switch") counts for nothing. A held fact that names no value but a date ("went to
     /// a convention in March 2023") is an event, which no new state makes stale, unless
-    /// it tells of a state beginning ("got a job at a startup last month").
+    /// it tells of a state beginning ("got a job at a startup last month"). What someone
+    /// else's people do ("Neusa's sister moved") changes nothing the speaker holds, and
+    /// lends no cue to the turn's other statements.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         // What was shared is described, not stated: an image's caption names no value.
         let said = &without_annotations(said);
@@ -236,7 +241,7 @@ impl Judge for OfflineJudge {
         let someone_elses = new
             .speaker
             .as_deref()
-            .is_some_and(|speaker| subject_of(&new.content, speaker) == Subject::Other);
+            .is_some_and(|speaker| subject_of(&new.content, speaker) == Subject::TheirPeople);
         let mut out = Vec::new();
         for f in held
             .iter()
@@ -257,11 +262,16 @@ impl Judge for OfflineJudge {
             };
             // About the same thing in other words: "Send me the weekly summary by email"
             // and "Text me the weekly summary as an SMS instead from now on". Their
-            // people's names do not make two statements about the same thing.
+            // people's names do not make two statements about the same thing, nor does
+            // one word ("I no longer work weekends", "tennis on weekends").
             let related = same_key
                 || names_held
                 || (corrected && overlaps(&content_words(&f.content), &new_words))
-                || (ends_old && overlaps(&topic_words(&f.content, &names), &new_topic));
+                || (ends_old && {
+                    let old_topic = topic_words(&f.content, &names);
+                    let shared = old_topic.iter().filter(|w| new_topic.contains(w)).count();
+                    shared >= 2 && overlaps(&old_topic, &new_topic)
+                });
             if !related {
                 continue;
             }
@@ -284,7 +294,7 @@ impl Judge for OfflineJudge {
                 // favourite cuisine now"); "Harry Potter is Tim's favorite book" does not
                 // close "Tim has a collection of books".
                 let cue = if new_values.is_empty() {
-                    says_the_old_state_ended(&new.content)
+                    says_the_old_state_ended(&own)
                 } else {
                     strong || (one_value && sets_present_against_past(&new.content))
                 };
@@ -304,7 +314,7 @@ impl Judge for OfflineJudge {
                     || (ended && keys_agree && {
                         // The end must be the statement's own ("I'm not going back to
                         // Warsaw"), not another sentence of the turn.
-                        let own_end = announces_end(&new.content);
+                        let own_end = announces_end(&own);
                         let mut held_names = old_values
                             .iter()
                             .filter(|v| !is_item(v) || old_values.iter().all(|o| is_item(o)));
@@ -347,7 +357,7 @@ fn told(said: &str, speaker: Option<&str>) -> String {
     crate::text::sentences(said)
         .into_iter()
         // "Neusa's sister moved to Florianopolis" tells of someone else's people.
-        .filter(|s| speaker.is_none_or(|speaker| subject_of(s, speaker) != Subject::Other))
+        .filter(|s| speaker.is_none_or(|speaker| subject_of(s, speaker) != Subject::TheirPeople))
         .filter(|s| {
             let asks = s.ends_with('?')
                 && (about_the_listener(s)
@@ -361,21 +371,27 @@ fn told(said: &str, speaker: Option<&str>) -> String {
 }
 
 /// A fact as its speaker said it: their possessive "my", their name "me" ("the ending
-/// moved Dana" → "the ending moved me").
+/// moved Dana" → "the ending moved me"). The name is matched as written, so a speaker
+/// called Will leaves "will" alone.
 fn in_first_person(text: &str, speaker: Option<&str>) -> String {
-    let Some(speaker) = speaker.map(str::to_lowercase) else {
+    let Some(speaker) = speaker else {
         return text.to_owned();
     };
     let possessive = format!("{speaker}'s");
-    crate::text::map_words(text, |_, word| {
-        if word == possessive {
-            Some("my".to_owned())
-        } else if word == speaker {
-            Some("me".to_owned())
-        } else {
-            None
-        }
-    })
+    text.split(' ')
+        .map(|token| {
+            let core = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+            let pronoun = if core == possessive {
+                "my"
+            } else if core == speaker {
+                "me"
+            } else {
+                return token.to_owned();
+            };
+            token.replacen(core, pronoun, 1)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The content words of a text without the names of `people` (nor their possessives).

@@ -848,7 +848,8 @@ impl Pipeline {
 
     /// The current facts a new fact may make stale: the same subject key; the speaker's
     /// recent facts whose values the turn names; for a correction the speaker's recent
-    /// facts about them.
+    /// facts about them; for a statement that the old state ended ("from now on") the
+    /// speaker's recent facts under other keys.
     fn held_facts(
         &self,
         caller: &Caller<'_>,

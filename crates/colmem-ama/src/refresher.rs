@@ -268,13 +268,19 @@ impl Refresher for OfflineRefresher {
             .flat_map(|f| value_tokens(&f.content))
             .collect();
         // A value of a named attribute ("20 mg of fluoxetine") is one even in lower case:
-        // naming it once is a repeat.
-        let measured: HashSet<String> = direct
-            .iter()
-            .flat_map(|f| attribute_values(&f.content, &named))
-            .collect();
+        // naming it once is a repeat, in what is the owner's ("my son's meds" leave
+        // mine). Not for an old value only: the current one names it too ("40 mg of
+        // fluoxetine now").
+        let measured: HashSet<String> = if instruction.past {
+            HashSet::new()
+        } else {
+            direct
+                .iter()
+                .flat_map(|f| attribute_values(&f.content, &named))
+                .collect()
+        };
         let repeats = |f: &Fragment| {
-            if words(&f.content).iter().any(|w| measured.contains(w)) {
+            if owned(&f.content) && words(&f.content).iter().any(|w| measured.contains(w)) {
                 return true;
             }
             let shared: Vec<String> = value_tokens(&f.content)

@@ -2507,3 +2507,35 @@ fn being_moved_by_a_film_is_no_move() {
     );
     assert!(world.recalls_current_fact(u, a, "Bristol"));
 }
+
+#[test]
+fn the_speakers_own_move_with_a_relation_still_closes_the_old_home() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "I live in Brooklyn, near the park.", "2023-01-05"),
+            (
+                "D1:2",
+                "Mom and I left Brooklyn for Austin, we moved last week.",
+                "2023-03-05",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(u, a, "near the park"));
+}
+
+#[test]
+fn one_shared_word_does_not_make_a_no_longer_about_another_thing() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            ("D1:1", "I commute by bike on weekends.", "2023-01-05"),
+            ("D1:2", "I no longer work weekends.", "2023-03-05"),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "by bike"));
+}
