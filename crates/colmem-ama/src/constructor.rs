@@ -500,7 +500,14 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
         let Some(relation) = relation_word(w) else {
             continue;
         };
-        let before = i.checked_sub(1).map(|j| ws[j].as_str());
+        // "Ottilie's best mate", "my little sister": a word of kin or friendship may
+        // stand between the owner and the relation ("my new boss" may not: it tells of
+        // the speaker's job as much).
+        let owner_at = match i.checked_sub(1).map(|j| ws[j].as_str()) {
+            Some(w) if KIN_ADJECTIVES.contains(&w) => i.checked_sub(2),
+            _ => i.checked_sub(1),
+        };
+        let before = owner_at.map(|j| ws[j].as_str());
         return match before {
             Some(owner) if owner == possessive || matches!(owner, "my" | "our") => {
                 Subject::Relation(relation)
@@ -514,6 +521,13 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
     }
     Subject::Speaker
 }
+
+/// Words that may stand between an owner and a relation: "my best friend", "her little
+/// brother".
+const KIN_ADJECTIVES: &[&str] = &[
+    "best", "oldest", "closest", "dearest", "little", "big", "older", "younger", "elder", "eldest",
+    "baby", "twin", "late",
+];
 
 /// Words by which the speaker speaks of themselves.
 pub(crate) const FIRST_PERSON: &[&str] = &[
@@ -1099,6 +1113,19 @@ mod tests {
         assert_eq!(
             subject_of("Jess's sister moved to Stirling.", "Dana"),
             Subject::TheirPeople
+        );
+        // A word of kin or friendship may stand between; "new" may not.
+        assert_eq!(
+            subject_of("Dana's best mate Jess finally moved to Edinburgh.", "Dana"),
+            Subject::Relation("mate")
+        );
+        assert_eq!(
+            subject_of("Jess's little brother moved to Leeds.", "Dana"),
+            Subject::TheirPeople
+        );
+        assert_eq!(
+            subject_of("Dana's new boss at Spotify is great.", "Dana"),
+            Subject::Speaker
         );
         for sentence in [
             "Two colleagues were transferred to Osaka.",

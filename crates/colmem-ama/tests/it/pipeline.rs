@@ -2539,3 +2539,25 @@ fn one_shared_word_does_not_make_a_no_longer_about_another_thing() {
     );
     assert!(world.recalls_current_fact(u, a, "by bike"));
 }
+
+#[test]
+fn a_best_friends_move_leaves_the_users_home() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "I live in Bristol, just off Gloucester Road.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "My best mate Jess finally moved to Edinburgh last weekend.",
+                "2023-02-20",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "Gloucester Road"));
+}
