@@ -600,10 +600,23 @@ const STREET_THINGS: &[&str] = &[
     "cred",
 ];
 
-/// Words after "moved on" in its sense of leaving one thing for the next.
-const MOVING_ON: &[&str] = &[
-    "from", "again", "with", "since", "now", "to", "and", "but", "so", "quickly", "already",
-];
+/// Whether a word after "moved on" begins the day of a move: a weekday, a month, "the"
+/// (of "the 5th"), "a" ("a Saturday", "a whim") or a number.
+fn begins_a_day(word: &str) -> bool {
+    const WEEKDAYS: [&str; 7] = [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ];
+    matches!(word, "the" | "a")
+        || word.starts_with(|c: char| c.is_ascii_digit())
+        || WEEKDAYS.contains(&word)
+        || crate::text::MONTHS.contains(&word)
+}
 
 /// The lexicon words of a text, read for its attributes: a living earned is a job ("what
 /// does Nora do for a living?"), and so is a night shift; a flat white is a coffee, not
@@ -644,12 +657,11 @@ fn attribute_words(text: &str) -> Vec<String> {
                 {
                     "job"
                 }
-                // "Moved on again: I'm a manager at Costco", "moved on from that" leave
-                // one thing for the next, not a home ("moved on Saturday", "moved on a
-                // whim to Lisbon" do).
+                // "Moved on again: I'm a manager at Costco", "I've moved on, I'm …"
+                // leave one thing for the next, not a home ("moved on Saturday", "moved
+                // on a whim to Lisbon" do).
                 "moved" | "move" | "moves" | "moving"
-                    if at(i + 1) == Some("on")
-                        && at(i + 2).is_none_or(|w| MOVING_ON.contains(&w)) =>
+                    if at(i + 1) == Some("on") && !at(i + 2).is_some_and(begins_a_day) =>
                 {
                     "moved on"
                 }
@@ -1189,7 +1201,16 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
         }
         "ended" => next != Some("up"),
         // "I didn't get the promotion" changes nothing.
-        "promotion" => !(1..=3).any(|n| before(n).is_some_and(|w| NEGATIONS.contains(&w))),
+        // "I didn't get the promotion" changes nothing; "I wasn't expecting the promotion,
+        // but I got it" does.
+        "promotion" => !(1..=3).any(|n| {
+            before(n).is_some_and(|w| NEGATIONS.contains(&w))
+                && (1..n).any(|k| {
+                    before(k).is_some_and(|w| {
+                        matches!(w, "get" | "got" | "receive" | "received" | "win" | "won")
+                    })
+                })
+        }),
         // "The ending really moved me", "it moved us to tears", "I was so moved by it"
         // tell of a feeling; "they moved us to Denver", "we're moving by June" do not.
         "moved" | "moves" | "moving" => {
@@ -1202,7 +1223,22 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
                 },
                 Some("by") => matches!(
                     before(1),
-                    Some("was" | "were" | "so" | "really" | "deeply" | "truly" | "very" | "felt")
+                    Some(
+                        "was"
+                            | "were"
+                            | "is"
+                            | "am"
+                            | "are"
+                            | "be"
+                            | "been"
+                            | "i'm"
+                            | "so"
+                            | "really"
+                            | "deeply"
+                            | "truly"
+                            | "very"
+                            | "felt"
+                    )
                 ),
                 _ => false,
             };
@@ -1215,8 +1251,28 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
 
 /// Words after "moved someone" that say where to: "moved us into a bigger flat".
 const WHERE_TO: &[&str] = &[
-    "to", "into", "in", "out", "from", "back", "over", "across", "here", "there", "away", "abroad",
-    "home", "up", "down", "closer", "nearer", "around",
+    "to",
+    "into",
+    "in",
+    "out",
+    "from",
+    "back",
+    "over",
+    "across",
+    "here",
+    "there",
+    "away",
+    "abroad",
+    "home",
+    "up",
+    "down",
+    "closer",
+    "nearer",
+    "around",
+    "on",
+    "again",
+    "for",
+    "permanently",
 ];
 
 /// Words of what may be rather than what is.
@@ -2084,6 +2140,7 @@ mod tests {
             vec!["work"]
         );
         assert!(!key_attributes("Dana has moved on from that breakup.").contains(&"home"));
+        assert!(!key_attributes("Dana has moved on, Dana is a manager now.").contains(&"home"));
         for moved in [
             "Dana moved on Saturday.",
             "Dana moved on the 5th.",
@@ -2110,6 +2167,7 @@ mod tests {
             "I was so moved by the film.",
             "It moved us to tears.",
             "That speech moved me deeply.",
+            "I'm moved by how welcoming Lisbon has been.",
         ] {
             assert!(!announces_change(feeling), "{feeling}");
         }
@@ -2120,6 +2178,7 @@ mod tests {
             "We're moving by the end of June.",
             "My company moved me to the Austin office.",
             "They moved us into a bigger flat.",
+            "They moved me on Monday.",
         ] {
             assert!(announces_change(moved), "{moved}");
         }
@@ -2168,6 +2227,9 @@ mod tests {
             "The promotion came through: my title is engineering manager."
         ));
         assert!(!announces_change("I didn't get the promotion, sadly."));
+        assert!(announces_change(
+            "I wasn't expecting the promotion, but here we are."
+        ));
         assert!(is_correction("Sorry, I misspoke: my sister lives in Lyon"));
         assert!(is_correction("It's in Lyon, not Lille"));
         assert!(!is_correction("My sister lives in Lyon"));

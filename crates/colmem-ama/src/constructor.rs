@@ -477,9 +477,9 @@ pub(crate) enum Subject {
     /// One of the speaker's people: "Dana's sister".
     Relation(&'static str),
     /// Someone else's people, by a possessive or a count: "Jess's sister moved", "two
-    /// colleagues were transferred".
+    /// colleagues were transferred", "a colleague of Dana's quit".
     TheirPeople,
-    /// Someone else otherwise: "a colleague of Dana's quit", "colleagues were
+    /// Someone else otherwise: "the manager of the team quit", "colleagues were
     /// transferred" (but "Mom and I left Brooklyn" opens with a relation too).
     Other,
 }
@@ -504,7 +504,9 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
         // stand between the owner and the relation ("my new boss" may not: it tells of
         // the speaker's job as much).
         let owner_at = match i.checked_sub(1).map(|j| ws[j].as_str()) {
-            Some(w) if KIN_ADJECTIVES.contains(&w) => i.checked_sub(2),
+            Some(w) if KIN_ADJECTIVES.contains(&w) && !ROLES.contains(&relation) => {
+                i.checked_sub(2)
+            }
             _ => i.checked_sub(1),
         };
         let before = owner_at.map(|j| ws[j].as_str());
@@ -512,9 +514,14 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
             Some(owner) if owner == possessive || matches!(owner, "my" | "our") => {
                 Subject::Relation(relation)
             }
-            Some(owner) if owner.ends_with("'s") => Subject::TheirPeople,
+            // "Jess's sister"; not "it's", "that's".
+            Some(owner) if owner.ends_with("'s") && !CONTRACTIONS.contains(&owner) => {
+                Subject::TheirPeople
+            }
             None => Subject::Other,
-            Some("a" | "an" | "one" | "two" | "three" | "some") if i == 1 => Subject::TheirPeople,
+            Some("a" | "an" | "one" | "two" | "three" | "some") if owner_at == Some(0) => {
+                Subject::TheirPeople
+            }
             _ if ws.get(i + 1).is_some_and(|n| n == "of") => Subject::Other,
             _ => continue,
         };
@@ -527,6 +534,30 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
 const KIN_ADJECTIVES: &[&str] = &[
     "best", "oldest", "closest", "dearest", "little", "big", "older", "younger", "elder", "eldest",
     "baby", "twin", "late",
+];
+
+/// Relations of work or a shared roof, which no word of kin or friendship precedes:
+/// "Spotify's best team hired me" is no relation of Spotify's.
+const ROLES: &[&str] = &[
+    "boss",
+    "colleague",
+    "coworker",
+    "teammate",
+    "classmate",
+    "manager",
+    "team",
+    "neighbour",
+    "neighbor",
+    "flatmate",
+    "housemate",
+    "roommate",
+    "landlord",
+];
+
+/// Words ending in "'s" that own nothing.
+const CONTRACTIONS: &[&str] = &[
+    "it's", "that's", "what's", "he's", "she's", "there's", "here's", "who's", "let's", "where's",
+    "how's",
 ];
 
 /// Words by which the speaker speaks of themselves.
@@ -651,11 +682,18 @@ const MONTH_NAMES: [&str; 12] = [
     "December",
 ];
 
+/// Verbs of which "by" is a particle: "she dropped by today" keeps its "on".
+const DROPPED_BY: &[&str] = &[
+    "dropped", "drop", "stopped", "stop", "popped", "pop", "came", "come", "swung", "swing",
+    "stopping", "dropping", "popping", "coming",
+];
+
 /// Prepositions that take a date of their own: after one, a relative date loses its
-/// "on" or "in" ("as of today" → "as of 3 April 2023"). Not "in", "on" or "by", as
-/// often particles of a verb ("we moved in yesterday", "she dropped by today").
+/// "on" or "in" ("as of today" → "as of 3 April 2023"), as does "by" unless it is a
+/// particle of a visit ("she dropped by today"). Not "in" or "on", as often particles
+/// of a verb ("we moved in yesterday").
 const DATE_PREPOSITIONS: &[&str] = &[
-    "of", "since", "until", "till", "from", "to", "before", "after", "for",
+    "of", "since", "until", "till", "from", "to", "by", "before", "after", "for",
 ];
 
 /// Replaces relative dates with absolute ones, given when the sentence was said.
@@ -698,10 +736,13 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
         if let Some(pos) = find_phrase(&lower, phrase) {
             // "As of today", "since last year", "today's news": a preposition of its
             // own, or none, is kept ("as of 3 April 2023", not "as of on 3 April 2023").
-            let after_preposition = lower[..pos]
-                .split_whitespace()
-                .next_back()
-                .is_some_and(|w| DATE_PREPOSITIONS.contains(&w));
+            let mut before = lower[..pos].split_whitespace().rev();
+            let after_preposition = match (before.next(), before.next()) {
+                // "Decide by tomorrow" is a deadline; "she dropped by today" a visit.
+                (Some("by"), previous) => !previous.is_some_and(|w| DROPPED_BY.contains(&w)),
+                (Some(w), _) => DATE_PREPOSITIONS.contains(&w),
+                (None, _) => false,
+            };
             let rest = &lower[pos + phrase.len()..];
             let possessive = rest.starts_with("'s") || rest.starts_with("\u{2019}s");
             let absolute = match absolute.split_once(' ') {
@@ -1127,6 +1168,18 @@ mod tests {
             subject_of("Dana's new boss at Spotify is great.", "Dana"),
             Subject::Speaker
         );
+        assert_eq!(
+            subject_of("A best friend from school moved to Leeds.", "Dana"),
+            Subject::TheirPeople
+        );
+        assert_eq!(
+            subject_of("Spotify's best team hired Dana.", "Dana"),
+            Subject::Speaker
+        );
+        assert_eq!(
+            subject_of("It's late, mate, Dana finally moved.", "Dana"),
+            Subject::Speaker
+        );
         for sentence in [
             "Two colleagues were transferred to Osaka.",
             "A colleague of Dana's has taken a job in Bergen.",
@@ -1337,6 +1390,7 @@ mod tests {
                 "3 April 2023\u{2019}s standup ran long.",
             ),
             ("She dropped by today.", "She dropped by on 3 April 2023."),
+            ("Decide by tomorrow.", "Decide by 4 April 2023."),
             (
                 "İzmir was hot yesterday, so we stayed in.",
                 "İzmir was hot on 2 April 2023, so we stayed in.",

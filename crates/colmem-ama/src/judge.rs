@@ -269,7 +269,8 @@ impl Judge for OfflineJudge {
                 || (corrected && overlaps(&content_words(&f.content), &new_words))
                 || (ends_old && {
                     let old_topic = topic_words(&f.content, &names);
-                    let shared = old_topic.iter().filter(|w| new_topic.contains(w)).count();
+                    let old_set: std::collections::HashSet<&String> = old_topic.iter().collect();
+                    let shared = old_set.iter().filter(|w| new_topic.contains(w)).count();
                     shared >= 2 && overlaps(&old_topic, &new_topic)
                 });
             if !related {
@@ -371,8 +372,8 @@ fn told(said: &str, speaker: Option<&str>) -> String {
 }
 
 /// A fact as its speaker said it: their possessive "my", their name "me" ("the ending
-/// moved Dana" → "the ending moved me"). The name is matched as written, so a speaker
-/// called Will leaves "will" alone.
+/// moved Dana" → "the ending moved me"). The name is matched as written, capitalised,
+/// so a speaker called Will leaves the verb "will" alone (not at a sentence's start).
 fn in_first_person(text: &str, speaker: Option<&str>) -> String {
     let Some(speaker) = speaker else {
         return text.to_owned();

@@ -269,8 +269,8 @@ impl Refresher for OfflineRefresher {
             .collect();
         // A value of a named attribute ("20 mg of fluoxetine") is one even in lower case:
         // naming it once is a repeat, in what is the owner's ("my son's meds" leave
-        // mine). Not for an old value only: the current one names it too ("40 mg of
-        // fluoxetine now").
+        // mine). Not for an old value only: the current one names it too ("now 40 mg
+        // of fluoxetine a day").
         let measured: HashSet<String> = if instruction.past {
             HashSet::new()
         } else {
