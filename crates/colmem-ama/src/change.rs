@@ -603,18 +603,11 @@ const STREET_THINGS: &[&str] = &[
 /// Whether a word after "moved on" begins the day of a move: a weekday, a month, "the"
 /// (of "the 5th"), "a" ("a Saturday", "a whim") or a number.
 fn begins_a_day(word: &str) -> bool {
-    const WEEKDAYS: [&str; 7] = [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-    ];
     matches!(word, "the" | "a")
         || word.starts_with(|c: char| c.is_ascii_digit())
-        || WEEKDAYS.contains(&word)
+        || crate::text::WEEKDAYS
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case(word))
         || crate::text::MONTHS.contains(&word)
 }
 

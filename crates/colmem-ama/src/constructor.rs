@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 use crate::change::key_attributes;
 use crate::error::Result;
 use crate::text::{
-    constant_regex, content_words, find_phrase, jaccard, keywords, map_words, sentences, words,
+    NOT_OWNERS, WEEKDAYS, constant_regex, content_words, find_phrase, jaccard, keywords, map_words,
+    sentences, words,
 };
 
 /// One dialogue turn as the constructor sees it.
@@ -515,7 +516,11 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
                 Subject::Relation(relation)
             }
             // "Jess's sister"; not "it's", "that's".
-            Some(owner) if owner.ends_with("'s") && !CONTRACTIONS.contains(&owner) => {
+            Some(owner)
+                if owner
+                    .strip_suffix("'s")
+                    .is_some_and(|o| !NOT_OWNERS.contains(&o)) =>
+            {
                 Subject::TheirPeople
             }
             None => Subject::Other,
@@ -552,12 +557,6 @@ const ROLES: &[&str] = &[
     "housemate",
     "roommate",
     "landlord",
-];
-
-/// Words ending in "'s" that own nothing.
-const CONTRACTIONS: &[&str] = &[
-    "it's", "that's", "what's", "he's", "she's", "there's", "here's", "who's", "let's", "where's",
-    "how's",
 ];
 
 /// Words by which the speaker speaks of themselves.
@@ -781,17 +780,6 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
     });
     out.into_owned()
 }
-
-/// The weekdays, as dates name them.
-const WEEKDAYS: [&str; 7] = [
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-];
 
 /// Counts written as words, "a" for one.
 const COUNTS: [&str; 11] = [

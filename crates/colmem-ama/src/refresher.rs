@@ -19,7 +19,7 @@ use crate::change::{
 use crate::constructor::Memory;
 use crate::error::Result;
 use crate::judge::{Conflict, coverage, stem};
-use crate::text::words;
+use crate::text::{NOT_OWNERS, words};
 
 /// The Refresher role.
 pub trait Refresher: Send + Sync + std::fmt::Debug {
@@ -155,31 +155,6 @@ fn current_values(direct: &[&Fragment]) -> HashSet<FragmentId> {
         .map(|f| f.id)
         .collect()
 }
-
-/// Words before "'s" that own nothing: a contraction ("she's", "what's") or a time
-/// ("today's").
-const NOT_OWNERS: &[&str] = &[
-    "it",
-    "he",
-    "she",
-    "that",
-    "what",
-    "who",
-    "there",
-    "here",
-    "where",
-    "when",
-    "why",
-    "how",
-    "let",
-    "one",
-    "today",
-    "tonight",
-    "tomorrow",
-    "yesterday",
-    "everyone",
-    "everything",
-];
 
 /// Stem coverage of the instruction's words from which a fragment is a target.
 const TARGET_COVERAGE: f64 = 0.5;

@@ -14,6 +14,42 @@ pub const STOPWORDS: &[&str] = &[
     "im", "ive", "dont", "it's", "i'm",
 ];
 
+/// The weekdays, as dates name them.
+pub const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+/// Words before "'s" that own nothing: a contraction ("she's", "what's") or a time
+/// ("today's").
+pub const NOT_OWNERS: &[&str] = &[
+    "it",
+    "he",
+    "she",
+    "that",
+    "what",
+    "who",
+    "there",
+    "here",
+    "where",
+    "when",
+    "why",
+    "how",
+    "let",
+    "one",
+    "today",
+    "tonight",
+    "tomorrow",
+    "yesterday",
+    "everyone",
+    "everything",
+];
+
 /// The months, lowercase, January first.
 pub const MONTHS: [&str; 12] = [
     "january",
