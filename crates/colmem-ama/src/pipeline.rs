@@ -134,6 +134,10 @@ pub struct PipelineConfig {
     /// How much what was said in the month a query names ("in June", "May 2023"),
     /// or in the month after it, is preferred (LoCoMo evidence recall@10 0.693 → 0.698).
     pub time_boost: f64,
+    /// How much more what was said on the day a query names ("on 7 July, 2023",
+    /// "August 3", "8th December") is preferred, on top of `time_boost`: a question
+    /// about what someone said or did on a day is answered by that day's talk.
+    pub day_boost: f64,
     /// The turns either side of a hit that asks nothing rank at least this share of
     /// its score; 0 turns it off. With it the reply to a neighbour is promoted too
     /// (LoCoMo evidence recall@25: 0.793 off, 0.816 at 0.5; recall@10 0.702 → 0.703).
@@ -166,6 +170,7 @@ impl Default for PipelineConfig {
             reply_weight: 0.9,
             embed_content_words: true,
             time_boost: 0.5,
+            day_boost: 1.0,
             context_weight: 0.5,
             context_width: 2,
             expand_categories: true,
@@ -605,6 +610,7 @@ impl Pipeline {
         };
         let named = named_people(&plan.rewritten);
         let month = named_month(query);
+        let day = month.and_then(|_| named_day(query));
         // A preference for what the named people said, or for the month the query
         // names, reorders the hits: search deeper so what ranked just below k can
         // rise into it.
@@ -701,6 +707,9 @@ impl Pipeline {
                 }
                 if month.is_some_and(|m| told_in(fragment.validity.from(), m)) {
                     boost *= 1.0 + self.config.time_boost;
+                }
+                if day.is_some_and(|d| told_on(fragment.validity.from(), d)) {
+                    boost *= 1.0 + self.config.day_boost;
                 }
                 found.push(Recalled {
                     score: fused * boost + rel * self.config.relevance_weight,
@@ -1296,6 +1305,54 @@ fn named_month(query: &str) -> Option<(i8, Option<i16>)> {
     None
 }
 
+/// The day a query names with its month: "on 7 July, 2023", "August 3", "8th
+/// December" → (month, day, year when given). A number is a day only beside the
+/// month's name and between 1 and 31.
+fn named_day(query: &str) -> Option<(i8, i8, Option<i16>)> {
+    let words: Vec<&str> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let day = |w: &str| {
+        let digits = w.trim_end_matches(char::is_alphabetic);
+        let ordinal = &w[digits.len()..];
+        if !(ordinal.is_empty() || ["st", "nd", "rd", "th"].contains(&ordinal)) {
+            return None;
+        }
+        digits.parse::<i8>().ok().filter(|d| (1..=31).contains(d))
+    };
+    let year = |w: Option<&&str>| {
+        w.and_then(|y| y.parse::<i16>().ok())
+            .filter(|y| (1900..=2200).contains(y))
+    };
+    for (i, w) in words.iter().enumerate() {
+        let lower = w.to_lowercase();
+        let Some(index) = crate::text::MONTHS.iter().position(|m| *m == lower) else {
+            continue;
+        };
+        if lower == "may" && *w != "May" {
+            continue;
+        }
+        let month = i8::try_from(index + 1).ok()?;
+        if let Some(d) = i.checked_sub(1).and_then(|j| day(words[j])) {
+            return Some((month, d, year(words.get(i + 1))));
+        }
+        if let Some(d) = words.get(i + 1).and_then(|w| day(w)) {
+            return Some((month, d, year(words.get(i + 2))));
+        }
+    }
+    None
+}
+
+/// Whether `t` falls on the named day (of its year, if given).
+fn told_on(t: colmem_core::Timestamp, (month, day, year): (i8, i8, Option<i16>)) -> bool {
+    let Ok(ts) = jiff::Timestamp::from_millisecond(t.as_millis()) else {
+        return false;
+    };
+    let date = ts.to_zoned(jiff::tz::TimeZone::UTC).date();
+    date.month() == month && date.day() == day && year.is_none_or(|y| y == date.year())
+}
+
 /// Whether `t` falls in `month` (of its year, if given) or the month after it: an
 /// event is often told a few weeks after it happened.
 fn told_in(t: colmem_core::Timestamp, (month, year): (i8, Option<i16>)) -> bool {
@@ -1435,5 +1492,34 @@ mod tests {
         assert!(!told_in(at("2023-08-01"), (6, None)));
         assert!(!told_in(at("2022-06-20"), (6, Some(2023))));
         assert!(told_in(at("2024-01-05"), (12, Some(2023))));
+    }
+
+    #[test]
+    fn a_query_names_a_day_only_beside_its_month() {
+        assert_eq!(
+            named_day("What did Maria plan on the evening of 7 July, 2023?"),
+            Some((7, 7, Some(2023)))
+        );
+        assert_eq!(
+            named_day("What did John do the week before August 3, 2023?"),
+            Some((8, 3, Some(2023)))
+        );
+        assert_eq!(
+            named_day("Which book did Tim finish on 8th December?"),
+            Some((12, 8, None))
+        );
+        assert_eq!(named_day("What happened in May 2023?"), None);
+        assert_eq!(named_day("Did the 2 kids camp in June?"), None);
+        assert_eq!(named_day("What may 3 friends like?"), None);
+        assert_eq!(named_day("What happened on June 40?"), None);
+    }
+
+    #[test]
+    fn what_was_told_on_the_named_day_counts_for_it() {
+        let at = |s: &str| colmem_core::Timestamp::parse(s).unwrap();
+        assert!(told_on(at("2023-07-07T18:29:00Z"), (7, 7, Some(2023))));
+        assert!(told_on(at("2022-07-07"), (7, 7, None)));
+        assert!(!told_on(at("2023-07-08"), (7, 7, Some(2023))));
+        assert!(!told_on(at("2022-07-07"), (7, 7, Some(2023))));
     }
 }
