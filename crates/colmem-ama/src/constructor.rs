@@ -543,7 +543,7 @@ const KIN_ADJECTIVES: &[&str] = &[
 
 /// Relations of work or a shared roof, which no word of kin or friendship precedes:
 /// "Spotify's best team hired me" is no relation of Spotify's.
-const ROLES: &[&str] = &[
+pub(crate) const ROLES: &[&str] = &[
     "boss",
     "colleague",
     "coworker",

@@ -158,6 +158,17 @@ pub(crate) fn people(new: &Memory, held: &[&Fragment]) -> Vec<String> {
     names
 }
 
+/// Whether a new statement is about one of the speaker's kin and a held one about the
+/// speaker: "my brother bought a Tesla" says nothing of "I drive in, the Yaris has room
+/// for a cooler bag". A relation of work ("Rashid's team standup") may be the
+/// speaker's own business, and other subjects are not known well enough to tell.
+fn kin_not_speaker(new: Option<Subject>, held: Option<Subject>) -> bool {
+    matches!(
+        (new, held),
+        (Some(Subject::Relation(r)), Some(Subject::Speaker)) if !crate::constructor::ROLES.contains(&r)
+    )
+}
+
 impl Judge for OfflineJudge {
     fn relevance(&self, query: &str, candidates: &[&Fragment]) -> Result<Relevance> {
         let scores: Vec<f64> = candidates
@@ -195,7 +206,8 @@ impl Judge for OfflineJudge {
     /// a convention in March 2023") is an event, which no new state makes stale, unless
     /// it tells of a state beginning ("got a job at a startup last month"). What someone
     /// else's people do ("Neusa's sister moved") changes nothing the speaker holds, and
-    /// lends no cue to the turn's other statements.
+    /// lends no cue to the turn's other statements; what the speaker's kin do ("my
+    /// brother bought a Tesla") changes nothing held of the speaker themselves.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         // What was shared is described, not stated: an image's caption names no value.
         let said = &without_annotations(said);
@@ -238,10 +250,14 @@ impl Judge for OfflineJudge {
         let undated_new = undated(&new.content);
         // "Neusa's sister moved to Florianopolis": what someone else's people do
         // changes nothing the speaker holds of themselves or of their own people.
-        let someone_elses = new
-            .speaker
-            .as_deref()
-            .is_some_and(|speaker| subject_of(&new.content, speaker) == Subject::TheirPeople);
+        let whom = |content: &str| new.speaker.as_deref().map(|s| subject_of(content, s));
+        // "My wife and I traded Chicago for Minneapolis" is the speaker's too.
+        let speaker_named = new.speaker.as_deref().is_some_and(|speaker| {
+            let speaker = speaker.to_lowercase();
+            words(&new.content).contains(&speaker)
+        });
+        let new_subject = whom(&new.content).filter(|_| !speaker_named);
+        let someone_elses = whom(&new.content) == Some(Subject::TheirPeople);
         let mut out = Vec::new();
         for f in held
             .iter()
@@ -253,7 +269,8 @@ impl Judge for OfflineJudge {
             let subject = |k: &str| k.rsplit_once('/').map_or(k, |(s, _)| s).to_owned();
             let keys_agree = match (&new.key, &f.key) {
                 (Some(a), Some(b)) => subject(a) == subject(b),
-                _ => true,
+                // Without both keys, whom each is about.
+                _ => !kin_not_speaker(new_subject, whom(&f.content)),
             };
             let old_values = named(&without_annotations(&f.content), &names);
             let names_held = keys_agree && old_values.iter().any(|v| touches(said, v));

@@ -2561,3 +2561,47 @@ fn a_best_friends_move_leaves_the_users_home() {
     );
     assert!(world.recalls_current_fact(u, a, "Gloucester Road"));
 }
+
+#[test]
+fn a_relatives_new_car_leaves_the_speakers_own() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "I drive in so I can bring a cooler bag, the Yaris has room in the boot.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "My brother bought a Tesla and won't shut up about it. Told him my Yaris will outlive it.",
+                "2023-02-05",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "cooler bag"));
+}
+
+#[test]
+fn the_speaker_moving_with_a_relative_still_closes_the_old_home() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "Chicago winters are brutal. The pipes in our condo froze last night.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "My wife and I traded Chicago for Minneapolis this spring, so now the lakes are ours.",
+                "2023-05-05",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(u, a, "winters are brutal"));
+}
