@@ -138,6 +138,11 @@ pub struct PipelineConfig {
     /// "August 3", "8th December") is preferred, on top of `time_boost`: a question
     /// about what someone said or did on a day is answered by that day's talk.
     pub day_boost: f64,
+    /// How much what tells a time ("yesterday", "last week", "in May 2023") is
+    /// preferred for a question that asks when: its answer is a time, and the
+    /// statement that holds it usually says one (LoCoMo evidence recall@10 on
+    /// temporal questions 0.889 → 0.902).
+    pub when_boost: f64,
     /// The turns either side of a hit that asks nothing rank at least this share of
     /// its score; 0 turns it off. With it the reply to a neighbour is promoted too
     /// (LoCoMo evidence recall@25: 0.793 off, 0.816 at 0.5; recall@10 0.702 → 0.703).
@@ -171,6 +176,7 @@ impl Default for PipelineConfig {
             embed_content_words: true,
             time_boost: 0.5,
             day_boost: 1.0,
+            when_boost: 0.5,
             context_weight: 0.5,
             context_width: 2,
             expand_categories: true,
@@ -611,16 +617,16 @@ impl Pipeline {
         let named = named_people(&plan.rewritten);
         let month = named_month(query);
         let day = month.and_then(|_| named_day(query));
-        // A preference for what the named people said, or for the month the query
-        // names, reorders the hits: search deeper so what ranked just below k can
-        // rise into it.
-        let depth = if (named.is_empty() || self.config.speaker_boost <= 0.0)
-            && (month.is_none() || self.config.time_boost <= 0.0)
-        {
-            k
-        } else {
-            k * 2
-        };
+        let asks_when = crate::text::words(query)
+            .first()
+            .is_some_and(|w| w == "when");
+        // A preference for what the named people said, for the month or day the query
+        // names, or for a time when it asks when, reorders the hits: search deeper so
+        // what ranked just below k can rise into it.
+        let reorders = (!named.is_empty() && self.config.speaker_boost > 0.0)
+            || (month.is_some() && (self.config.time_boost > 0.0 || self.config.day_boost > 0.0))
+            || (asks_when && self.config.when_boost > 0.0);
+        let depth = if reorders { k * 2 } else { k };
         let vector = self
             .embedder
             .embed(&[vector_text.as_str()])
@@ -710,6 +716,9 @@ impl Pipeline {
                 }
                 if day.is_some_and(|d| told_on(fragment.validity.from(), d)) {
                     boost *= 1.0 + self.config.day_boost;
+                }
+                if asks_when && tells_a_time(&fragment.content) {
+                    boost *= 1.0 + self.config.when_boost;
                 }
                 found.push(Recalled {
                     score: fused * boost + rel * self.config.relevance_weight,
@@ -1303,6 +1312,14 @@ fn named_month(query: &str) -> Option<(i8, Option<i16>)> {
         return i8::try_from(index + 1).ok().map(|m| (m, year));
     }
     None
+}
+
+/// Whether `content` tells a time: a date, a year, or one relative to when it was
+/// said ("yesterday", "last week", "two weekends ago").
+fn tells_a_time(content: &str) -> bool {
+    crate::constructor::date_phrase(content).is_some()
+        || crate::constructor::absolutise_dates(content, colmem_core::Timestamp::from_millis(0))
+            != content
 }
 
 /// The day a query names with its month: "on 7 July, 2023", "August 3", "8th

@@ -2605,3 +2605,34 @@ fn the_speaker_moving_with_a_relative_still_closes_the_old_home() {
     );
     assert!(!world.recalls_current_fact(u, a, "winters are brutal"));
 }
+
+#[test]
+fn a_when_question_prefers_the_turn_that_tells_a_time() {
+    let (world, u, a) = one_pair();
+    // The same words, bar one that tells a time: a longer turn ranks lower by words
+    // alone, so it comes first only when a "when" question prefers what tells a time.
+    for i in 0..4 {
+        let text = if i == 2 {
+            "Signed up for a pottery class yesterday."
+        } else {
+            "Signed up for a pottery class."
+        };
+        world.say(u, a, &format!("D1:{}", i + 1), "Dana", text, "2023-06-01");
+    }
+    let hits = world.recall_turns(u, a, "When did Dana sign up for a pottery class?", 4);
+    assert_eq!(hits[0].1, ["D1:3"], "{hits:#?}");
+}
+
+#[test]
+fn a_question_about_a_day_prefers_what_was_said_that_day() {
+    let (world, u, a) = one_pair();
+    for (i, date) in ["2023-07-03", "2023-07-07", "2023-07-12", "2023-07-20"]
+        .iter()
+        .enumerate()
+    {
+        let text = "Talked with the neighbours about the flood.";
+        world.say(u, a, &format!("D{}:1", i + 1), "Dana", text, date);
+    }
+    let hits = world.recall_turns(u, a, "What did Dana talk about on 7 July, 2023?", 4);
+    assert_eq!(hits[0].1, ["D2:1"], "{hits:#?}");
+}
