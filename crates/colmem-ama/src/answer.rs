@@ -551,11 +551,12 @@ fn asks_for_value(question: &str) -> bool {
             .any(|w| w == "what" || w == "what's")
 }
 
-/// Whether a question asks for a date: "When did…", "What date…", "Which year…".
-fn asks_for_date(question: &str) -> bool {
+/// Whether a question asks for a date: "When did…", "When's…", "What date…", "Which
+/// year…".
+pub(crate) fn asks_for_date(question: &str) -> bool {
     let ws = crate::text::words(question);
     match ws.as_slice() {
-        [first, ..] if first == "when" => true,
+        [first, ..] if first == "when" || first == "when's" => true,
         [first, second, ..] => {
             matches!(first.as_str(), "what" | "which")
                 && matches!(second.as_str(), "date" | "day" | "month" | "year")

@@ -1193,7 +1193,6 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
                     .is_some_and(|n| GENERAL_ING.contains(&n.as_str())))
         }
         "ended" => next != Some("up"),
-        // "I didn't get the promotion" changes nothing.
         // "I didn't get the promotion" changes nothing; "I wasn't expecting the promotion,
         // but I got it" does.
         "promotion" => !(1..=3).any(|n| {

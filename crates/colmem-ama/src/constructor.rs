@@ -695,6 +695,37 @@ const DATE_PREPOSITIONS: &[&str] = &[
     "of", "since", "until", "till", "from", "to", "by", "before", "after", "for",
 ];
 
+/// Dates relative to the moment they are said ("the day before yesterday" before
+/// "yesterday": the longer phrase is replaced first).
+const RELATIVE_DATES: [&str; 14] = [
+    "the day before yesterday",
+    "yesterday",
+    "today",
+    "this morning",
+    "last night",
+    "tomorrow",
+    "last week",
+    "next week",
+    "last weekend",
+    "last month",
+    "last year",
+    "next month",
+    "this month",
+    "this weekend",
+];
+
+/// Whether `text` tells a time: a date or a year ([`date_phrase`]), or one relative to
+/// when it was said ("yesterday", "last week", "last Fri", "two weekends ago").
+pub fn tells_a_time(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    date_phrase(text).is_some()
+        || RELATIVE_DATES
+            .iter()
+            .any(|p| find_phrase(&lower, p).is_some())
+        || LAST_WEEKDAY.is_match(text)
+        || AGO.is_match(text)
+}
+
 /// Replaces relative dates with absolute ones, given when the sentence was said.
 pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
     const DAY: i64 = 86_400_000;
@@ -711,24 +742,25 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
             .map(|(_, rest)| rest.to_owned())
             .unwrap_or(full)
     };
-    let replacements: [(&str, String); 14] = [
-        ("the day before yesterday", format!("on {}", at(-2))),
-        ("yesterday", format!("on {}", at(-1))),
-        ("today", format!("on {}", at(0))),
-        ("this morning", format!("on the morning of {}", at(0))),
-        ("last night", format!("on the night of {}", at(-1))),
-        ("tomorrow", format!("on {}", at(1))),
-        ("last week", format!("in the week before {}", at(0))),
-        ("next week", format!("in the week after {}", at(0))),
-        ("last weekend", format!("on the weekend before {}", at(0))),
-        ("last month", format!("in {}", month_of(-1))),
-        ("last year", format!("in {}", year(-1))),
-        ("next month", format!("in {}", month_of(1))),
-        ("this month", format!("in {}", month_of(0))),
-        ("this weekend", format!("on the weekend of {}", at(0))),
+    // In the order of RELATIVE_DATES.
+    let absolutes: [String; 14] = [
+        format!("on {}", at(-2)),
+        format!("on {}", at(-1)),
+        format!("on {}", at(0)),
+        format!("on the morning of {}", at(0)),
+        format!("on the night of {}", at(-1)),
+        format!("on {}", at(1)),
+        format!("in the week before {}", at(0)),
+        format!("in the week after {}", at(0)),
+        format!("on the weekend before {}", at(0)),
+        format!("in {}", month_of(-1)),
+        format!("in {}", year(-1)),
+        format!("in {}", month_of(1)),
+        format!("in {}", month_of(0)),
+        format!("on the weekend of {}", at(0)),
     ];
     let mut out = sentence.to_owned();
-    for (phrase, absolute) in replacements.iter() {
+    for (phrase, absolute) in RELATIVE_DATES.iter().zip(absolutes.iter()) {
         // ASCII lower case keeps every byte where it was: a position in `lower` is
         // one in `out` ("İzmir" lower-cased in full is a byte longer).
         let lower = out.to_ascii_lowercase();
@@ -1095,6 +1127,24 @@ pub fn preference(sentence: &str, speaker: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_tells_a_time_by_a_date_a_year_or_one_relative_to_its_saying() {
+        for text in [
+            "Signed up for a pottery class yesterday.",
+            "We had a blast last year at the Pride fest.",
+            "My car broke down last Fri.",
+            "We went camping two weekends ago.",
+            "I moved to Leeds on 3 May 2023.",
+            "Painted it in 2022.",
+            "On 8 May 2023, Dana and Assistant talked about rent.",
+        ] {
+            assert!(tells_a_time(text), "{text}");
+        }
+        for text in ["I love pottery.", "Yesterdays is my favourite song title."] {
+            assert!(!tells_a_time(text), "{text}");
+        }
+    }
 
     #[test]
     fn a_sentence_about_the_one_spoken_to_is_not_about_the_speaker() {

@@ -12,9 +12,11 @@ use crate::change::{
     announces_change, announces_end, announces_strong_change, displaces, is_correction, may_be,
     says_the_old_state_ended, sets_present_against_past, starts_a_state, states_the_one_value,
 };
-use crate::constructor::{Memory, Subject, about_the_listener, date_phrase, subject_of};
+use crate::constructor::{
+    Memory, ROLES, Subject, about_the_listener, date_phrase, relation_word, subject_of,
+};
 use crate::error::Result;
-use crate::text::{content_words, jaccard, without_annotations, words};
+use crate::text::{content_words, find_phrase, jaccard, without_annotations, words};
 use crate::values::{days, days_called_wrong, is_item, mentions, named, touches};
 
 /// How relevant a round's candidates are.
@@ -158,15 +160,22 @@ pub(crate) fn people(new: &Memory, held: &[&Fragment]) -> Vec<String> {
     names
 }
 
-/// Whether a new statement is about one of the speaker's kin and a held one about the
-/// speaker: "my brother bought a Tesla" says nothing of "I drive in, the Yaris has room
-/// for a cooler bag". A relation of work ("Rashid's team standup") may be the
-/// speaker's own business, and other subjects are not known well enough to tell.
-fn kin_not_speaker(new: Option<Subject>, held: Option<Subject>) -> bool {
-    matches!(
-        (new, held),
-        (Some(Subject::Relation(r)), Some(Subject::Speaker)) if !crate::constructor::ROLES.contains(&r)
-    )
+/// Whether a statement is about one of the speaker's kin alone: it opens with them
+/// ("Dana's brother bought a Tesla", "Dana's little sister …") and names the speaker
+/// nowhere else ("Dana's wife and Dana traded Chicago for Minneapolis", "Dana's wife
+/// sold Dana's family's Yaris" are the speaker's too). A relation of work ("Dana's
+/// team standup") may be the speaker's own business.
+fn of_kin_alone(content: &str, speaker: &str) -> bool {
+    let lower = content.to_lowercase().replace('\u{2019}', "'");
+    let speaker = speaker.to_lowercase();
+    let Some(rest) = lower.strip_prefix(&format!("{speaker}'s ")) else {
+        return false;
+    };
+    find_phrase(rest, &speaker).is_none()
+        && words(rest)
+            .iter()
+            .take(2)
+            .any(|w| relation_word(w).is_some_and(|r| !ROLES.contains(&r)))
 }
 
 impl Judge for OfflineJudge {
@@ -251,13 +260,13 @@ impl Judge for OfflineJudge {
         // "Neusa's sister moved to Florianopolis": what someone else's people do
         // changes nothing the speaker holds of themselves or of their own people.
         let whom = |content: &str| new.speaker.as_deref().map(|s| subject_of(content, s));
-        // "My wife and I traded Chicago for Minneapolis" is the speaker's too.
-        let speaker_named = new.speaker.as_deref().is_some_and(|speaker| {
-            let speaker = speaker.to_lowercase();
-            words(&new.content).contains(&speaker)
-        });
-        let new_subject = whom(&new.content).filter(|_| !speaker_named);
         let someone_elses = whom(&new.content) == Some(Subject::TheirPeople);
+        // "My brother bought a Tesla" says nothing of "I drive in, the Yaris has room
+        // for a cooler bag".
+        let kin_alone = new
+            .speaker
+            .as_deref()
+            .is_some_and(|speaker| of_kin_alone(&new.content, speaker));
         let mut out = Vec::new();
         for f in held
             .iter()
@@ -270,7 +279,7 @@ impl Judge for OfflineJudge {
             let keys_agree = match (&new.key, &f.key) {
                 (Some(a), Some(b)) => subject(a) == subject(b),
                 // Without both keys, whom each is about.
-                _ => !kin_not_speaker(new_subject, whom(&f.content)),
+                _ => !(kin_alone && whom(&f.content) == Some(Subject::Speaker)),
             };
             let old_values = named(&without_annotations(&f.content), &names);
             let names_held = keys_agree && old_values.iter().any(|v| touches(said, v));
@@ -436,6 +445,32 @@ fn undated(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statement_is_of_kin_alone_when_it_opens_with_them_and_names_the_speaker_nowhere_else() {
+        let kin = |s: &str| of_kin_alone(s, "Dana");
+        assert!(kin(
+            "Dana's brother bought a Tesla and won't shut up about it."
+        ));
+        assert!(kin("Dana's little sister moved to Leeds."));
+        assert!(kin("Dana’s mum retired."));
+        // The speaker too, or not the subject.
+        assert!(!kin("Dana's wife and Dana traded Chicago for Minneapolis."));
+        assert!(!kin("Dana's wife sold Dana's family's Yaris."));
+        assert!(!kin("Dana moved to be near Dana's sister."));
+        assert!(!kin("Bought Dana's mum's old Corolla."));
+        // A relation of work, or no relation.
+        assert!(!kin("Dana's team standup moved to ten."));
+        assert!(!kin("Dana's car is a Yaris."));
+        assert!(of_kin_alone(
+            "Dana Smith's brother bought a Tesla.",
+            "Dana Smith"
+        ));
+        assert!(!of_kin_alone(
+            "Dana Smith's wife and Dana Smith moved to Leeds.",
+            "Dana Smith"
+        ));
+    }
 
     #[test]
     fn a_root_of_four_letters_loses_its_ing_or_ings() {

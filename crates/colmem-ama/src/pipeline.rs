@@ -26,7 +26,7 @@ use crate::answer::{Answer, Answerer, EvidenceSpan};
 use crate::caller::Caller;
 use crate::change::attributes;
 use crate::constructor::{
-    Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput,
+    Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput, tells_a_time,
 };
 use crate::error::{Error, Result};
 use crate::judge::{Judge, OfflineJudge};
@@ -615,18 +615,15 @@ impl Pipeline {
             plan.rewritten.clone()
         };
         let named = named_people(&plan.rewritten);
-        let month = named_month(query);
-        let day = month.and_then(|_| named_day(query));
-        let asks_when = crate::text::words(query)
-            .first()
-            .is_some_and(|w| w == "when");
-        // A preference for what the named people said, for the month or day the query
-        // names, or for a time when it asks when, reorders the hits: search deeper so
-        // what ranked just below k can rise into it.
-        let reorders = (!named.is_empty() && self.config.speaker_boost > 0.0)
-            || (month.is_some() && (self.config.time_boost > 0.0 || self.config.day_boost > 0.0))
-            || (asks_when && self.config.when_boost > 0.0);
-        let depth = if reorders { k * 2 } else { k };
+        let prefer = Preference {
+            config: &self.config,
+            named: &named,
+            date: named_date(query),
+            asks_when: crate::answer::asks_for_date(query),
+        };
+        // A preference reorders the hits: search deeper so what ranked just below k
+        // can rise into it.
+        let depth = if prefer.reorders() { k * 2 } else { k };
         let vector = self
             .embedder
             .embed(&[vector_text.as_str()])
@@ -708,18 +705,7 @@ impl Pipeline {
                 } else {
                     1.0
                 };
-                if said_by(&fragment, &named) {
-                    boost *= 1.0 + self.config.speaker_boost;
-                }
-                if month.is_some_and(|m| told_in(fragment.validity.from(), m)) {
-                    boost *= 1.0 + self.config.time_boost;
-                }
-                if day.is_some_and(|d| told_on(fragment.validity.from(), d)) {
-                    boost *= 1.0 + self.config.day_boost;
-                }
-                if asks_when && tells_a_time(&fragment.content) {
-                    boost *= 1.0 + self.config.when_boost;
-                }
+                boost *= prefer.boost(&fragment);
                 found.push(Recalled {
                     score: fused * boost + rel * self.config.relevance_weight,
                     fragment,
@@ -739,7 +725,14 @@ impl Pipeline {
             // Twice, so a neighbour's reply counts too: "Check out my painting!" →
             // "What inspired it?" → the answer.
             for _ in 0..PROMOTION_PASSES {
-                self.promote_replies(caller, &filter, &named, &mut found, &mut seen, rounds.len())?;
+                self.promote_replies(
+                    caller,
+                    &filter,
+                    &prefer,
+                    &mut found,
+                    &mut seen,
+                    rounds.len(),
+                )?;
             }
         }
         found.sort_by(|a, b| {
@@ -1074,7 +1067,7 @@ impl Pipeline {
         &self,
         caller: &Caller<'_>,
         filter: &colmem_core::ReadFilter,
-        named: &[String],
+        prefer: &Preference<'_>,
         found: &mut Vec<Recalled>,
         seen: &mut HashSet<FragmentId>,
         round: usize,
@@ -1105,26 +1098,19 @@ impl Pipeline {
             }
         }
         best.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let speaker_boost = |fragment: &Fragment| {
-            if said_by(fragment, named) {
-                1.0 + self.config.speaker_boost
-            } else {
-                1.0
-            }
-        };
         for (score, next) in best {
             if let Some(hit) = found.iter_mut().find(|h| {
                 h.fragment.granularity == Granularity::RawTurn
                     && h.fragment.provenance.source.turns.first() == Some(&next)
             }) {
-                hit.score = hit.score.max(score * speaker_boost(&hit.fragment));
+                hit.score = hit.score.max(score * prefer.promoted(&hit.fragment));
                 continue;
             }
             if let Some(fragment) = self.own_turn(caller, filter, &next)?
                 && seen.insert(fragment.id)
             {
                 found.push(Recalled {
-                    score: score * speaker_boost(&fragment),
+                    score: score * prefer.promoted(&fragment),
                     fragment,
                     fused: 0.0,
                     vector: None,
@@ -1290,50 +1276,75 @@ fn named_people(query: &str) -> Vec<String> {
     names
 }
 
-/// The month a query names, with its year when given: "in June" → (6, None),
-/// "May 2023" → (5, Some(2023)). "may" in lowercase is the verb, not the month.
-fn named_month(query: &str) -> Option<(i8, Option<i16>)> {
-    let words: Vec<&str> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    for (i, w) in words.iter().enumerate() {
-        let lower = w.to_lowercase();
-        let Some(index) = crate::text::MONTHS.iter().position(|m| *m == lower) else {
-            continue;
-        };
-        if lower == "may" && *w != "May" {
-            continue;
-        }
-        let year = words
-            .get(i + 1)
-            .and_then(|y| y.parse::<i16>().ok())
-            .filter(|y| (1900..=2200).contains(y));
-        return i8::try_from(index + 1).ok().map(|m| (m, year));
+/// What a query prefers besides its words: what the people it names said, what was
+/// said in the month or on the day it names, and what tells a time when it asks when.
+struct Preference<'a> {
+    config: &'a PipelineConfig,
+    named: &'a [String],
+    date: Option<NamedDate>,
+    asks_when: bool,
+}
+
+impl Preference<'_> {
+    /// Whether any preference may reorder the hits.
+    fn reorders(&self) -> bool {
+        let c = self.config;
+        (!self.named.is_empty() && c.speaker_boost > 0.0)
+            || (self.date.is_some() && c.time_boost > 0.0)
+            || (self.date.is_some_and(|d| d.day.is_some()) && c.day_boost > 0.0)
+            || (self.asks_when && c.when_boost > 0.0)
     }
-    None
+
+    /// The factor a hit's score is multiplied by.
+    fn boost(&self, fragment: &Fragment) -> f64 {
+        let c = self.config;
+        let from = fragment.validity.from();
+        let mut boost = self.promoted(fragment);
+        if self.date.is_some_and(|d| told_in(from, d)) {
+            boost *= 1.0 + c.time_boost;
+        }
+        if self.date.is_some_and(|d| told_on(from, d)) {
+            boost *= 1.0 + c.day_boost;
+        }
+        boost
+    }
+
+    /// The factor a promoted turn's score is multiplied by: its thread shares the
+    /// hit's month and day, which its score already counts.
+    fn promoted(&self, fragment: &Fragment) -> f64 {
+        let c = self.config;
+        let mut boost = 1.0;
+        if said_by(fragment, self.named) {
+            boost *= 1.0 + c.speaker_boost;
+        }
+        if self.asks_when && tells_a_time(&fragment.content) {
+            boost *= 1.0 + c.when_boost;
+        }
+        boost
+    }
 }
 
-/// Whether `content` tells a time: a date, a year, or one relative to when it was
-/// said ("yesterday", "last week", "two weekends ago").
-fn tells_a_time(content: &str) -> bool {
-    crate::constructor::date_phrase(content).is_some()
-        || crate::constructor::absolutise_dates(content, colmem_core::Timestamp::from_millis(0))
-            != content
+/// A date a query names: a month, with its year and day when given.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct NamedDate {
+    month: i8,
+    day: Option<i8>,
+    year: Option<i16>,
 }
 
-/// The day a query names with its month: "on 7 July, 2023", "August 3", "8th
-/// December" → (month, day, year when given). A number is a day only beside the
-/// month's name and between 1 and 31.
-fn named_day(query: &str) -> Option<(i8, i8, Option<i16>)> {
+/// The first date a query names: "in June" → June; "May 2023" → May 2023; "on 7 July,
+/// 2023", "August 3, 2023", "the 8th of December" → that day. "may" and "march" in
+/// lowercase are verbs, not months; a number is a day only beside the month's name
+/// and between 1 and 31.
+fn named_date(query: &str) -> Option<NamedDate> {
     let words: Vec<&str> = query
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
     let day = |w: &str| {
         let digits = w.trim_end_matches(char::is_alphabetic);
-        let ordinal = &w[digits.len()..];
-        if !(ordinal.is_empty() || ["st", "nd", "rd", "th"].contains(&ordinal)) {
+        let ordinal = w[digits.len()..].to_ascii_lowercase();
+        if !(ordinal.is_empty() || ["st", "nd", "rd", "th"].contains(&ordinal.as_str())) {
             return None;
         }
         digits.parse::<i8>().ok().filter(|d| (1..=31).contains(d))
@@ -1347,40 +1358,65 @@ fn named_day(query: &str) -> Option<(i8, i8, Option<i16>)> {
         let Some(index) = crate::text::MONTHS.iter().position(|m| *m == lower) else {
             continue;
         };
-        if lower == "may" && *w != "May" {
+        if matches!(lower.as_str(), "may" | "march") && w.starts_with(char::is_lowercase) {
             continue;
         }
         let month = i8::try_from(index + 1).ok()?;
-        if let Some(d) = i.checked_sub(1).and_then(|j| day(words[j])) {
-            return Some((month, d, year(words.get(i + 1))));
+        // "7 July", "the 8th of December".
+        let before = match i.checked_sub(1).map(|j| words[j]) {
+            Some("of") => i.checked_sub(2),
+            _ => i.checked_sub(1),
+        };
+        if let Some(d) = before.and_then(|j| day(words[j])) {
+            return Some(NamedDate {
+                month,
+                day: Some(d),
+                year: year(words.get(i + 1)),
+            });
         }
+        // "August 3, 2023".
         if let Some(d) = words.get(i + 1).and_then(|w| day(w)) {
-            return Some((month, d, year(words.get(i + 2))));
+            return Some(NamedDate {
+                month,
+                day: Some(d),
+                year: year(words.get(i + 2)),
+            });
         }
+        return Some(NamedDate {
+            month,
+            day: None,
+            year: year(words.get(i + 1)),
+        });
     }
     None
 }
 
-/// Whether `t` falls on the named day (of its year, if given).
-fn told_on(t: colmem_core::Timestamp, (month, day, year): (i8, i8, Option<i16>)) -> bool {
-    let Ok(ts) = jiff::Timestamp::from_millisecond(t.as_millis()) else {
-        return false;
-    };
-    let date = ts.to_zoned(jiff::tz::TimeZone::UTC).date();
-    date.month() == month && date.day() == day && year.is_none_or(|y| y == date.year())
+/// The calendar date of `t` in UTC, as the session dates are read.
+fn utc_date(t: colmem_core::Timestamp) -> Option<jiff::civil::Date> {
+    let ts = jiff::Timestamp::from_millisecond(t.as_millis()).ok()?;
+    Some(ts.to_zoned(jiff::tz::TimeZone::UTC).date())
 }
 
-/// Whether `t` falls in `month` (of its year, if given) or the month after it: an
-/// event is often told a few weeks after it happened.
-fn told_in(t: colmem_core::Timestamp, (month, year): (i8, Option<i16>)) -> bool {
-    let Ok(ts) = jiff::Timestamp::from_millisecond(t.as_millis()) else {
+/// Whether `t` falls in the named month (of its year, if given) or the month after it:
+/// an event is often told a few weeks after it happened.
+fn told_in(t: colmem_core::Timestamp, named: NamedDate) -> bool {
+    let Some(date) = utc_date(t) else {
         return false;
     };
-    let date = ts.to_zoned(jiff::tz::TimeZone::UTC).date();
     let (m, y) = (date.month(), date.year());
+    let month = named.month;
     let after = if month == 12 { 1 } else { month + 1 };
-    let same_year = |y_event: i16| year.is_none_or(|want| want == y_event);
+    let same_year = |y_event: i16| named.year.is_none_or(|want| want == y_event);
     (m == month && same_year(y)) || (m == after && same_year(if after == 1 { y - 1 } else { y }))
+}
+
+/// Whether `t` falls on the named day (of its year, if given).
+fn told_on(t: colmem_core::Timestamp, named: NamedDate) -> bool {
+    utc_date(t).is_some_and(|date| {
+        named.day == Some(date.day())
+            && date.month() == named.month
+            && named.year.is_none_or(|y| y == date.year())
+    })
 }
 
 /// Whether one of the `named` people (lowercase) said what `fragment` holds.
@@ -1475,16 +1511,27 @@ mod tests {
 
     #[test]
     fn a_query_names_a_month_by_its_name_not_by_the_verb_may() {
+        let month = |month, year| {
+            Some(NamedDate {
+                month,
+                day: None,
+                year,
+            })
+        };
         assert_eq!(
-            named_month("When did Mel go camping in June?"),
-            Some((6, None))
+            named_date("When did Mel go camping in June?"),
+            month(6, None)
         );
         assert_eq!(
-            named_month("What happened in May 2023?"),
-            Some((5, Some(2023)))
+            named_date("What happened in May 2023?"),
+            month(5, Some(2023))
         );
-        assert_eq!(named_month("What may Dana like?"), None);
-        assert_eq!(named_month("Where does Dana live?"), None);
+        assert_eq!(named_date("What may Dana like?"), None);
+        assert_eq!(
+            named_date("Did they march 5 miles in June?"),
+            month(6, None)
+        );
+        assert_eq!(named_date("Where does Dana live?"), None);
     }
 
     #[test]
@@ -1504,39 +1551,72 @@ mod tests {
     #[test]
     fn what_was_told_in_a_month_or_the_one_after_it_counts_for_it() {
         let at = |s: &str| colmem_core::Timestamp::parse(s).unwrap();
-        assert!(told_in(at("2023-06-20"), (6, None)));
-        assert!(told_in(at("2023-07-03"), (6, Some(2023))));
-        assert!(!told_in(at("2023-08-01"), (6, None)));
-        assert!(!told_in(at("2022-06-20"), (6, Some(2023))));
-        assert!(told_in(at("2024-01-05"), (12, Some(2023))));
+        let month = |month, year| NamedDate {
+            month,
+            day: None,
+            year,
+        };
+        assert!(told_in(at("2023-06-20"), month(6, None)));
+        assert!(told_in(at("2023-07-03"), month(6, Some(2023))));
+        assert!(!told_in(at("2023-08-01"), month(6, None)));
+        assert!(!told_in(at("2022-06-20"), month(6, Some(2023))));
+        assert!(told_in(at("2024-01-05"), month(12, Some(2023))));
     }
 
     #[test]
     fn a_query_names_a_day_only_beside_its_month() {
+        let day = |month, day, year| {
+            Some(NamedDate {
+                month,
+                day: Some(day),
+                year,
+            })
+        };
         assert_eq!(
-            named_day("What did Maria plan on the evening of 7 July, 2023?"),
-            Some((7, 7, Some(2023)))
+            named_date("What did Maria plan on the evening of 7 July, 2023?"),
+            day(7, 7, Some(2023))
+        );
+        // The day's year is the month's too.
+        assert_eq!(
+            named_date("What did John do the week before August 3, 2023?"),
+            day(8, 3, Some(2023))
         );
         assert_eq!(
-            named_day("What did John do the week before August 3, 2023?"),
-            Some((8, 3, Some(2023)))
+            named_date("Which book did Tim finish on 8th December?"),
+            day(12, 8, None)
         );
         assert_eq!(
-            named_day("Which book did Tim finish on 8th December?"),
-            Some((12, 8, None))
+            named_date("What happened on the 8TH of December 2023?"),
+            day(12, 8, Some(2023))
         );
-        assert_eq!(named_day("What happened in May 2023?"), None);
-        assert_eq!(named_day("Did the 2 kids camp in June?"), None);
-        assert_eq!(named_day("What may 3 friends like?"), None);
-        assert_eq!(named_day("What happened on June 40?"), None);
+        assert_eq!(
+            named_date("Did the 2 kids camp in June?").and_then(|d| d.day),
+            None
+        );
+        assert_eq!(named_date("What may 3 friends like?"), None);
+        assert_eq!(
+            named_date("What happened on June 40?").and_then(|d| d.day),
+            None
+        );
     }
 
     #[test]
     fn what_was_told_on_the_named_day_counts_for_it() {
         let at = |s: &str| colmem_core::Timestamp::parse(s).unwrap();
-        assert!(told_on(at("2023-07-07T18:29:00Z"), (7, 7, Some(2023))));
-        assert!(told_on(at("2022-07-07"), (7, 7, None)));
-        assert!(!told_on(at("2023-07-08"), (7, 7, Some(2023))));
-        assert!(!told_on(at("2022-07-07"), (7, 7, Some(2023))));
+        let day = |month, day, year| NamedDate {
+            month,
+            day: Some(day),
+            year,
+        };
+        assert!(told_on(at("2023-07-07T18:29:00Z"), day(7, 7, Some(2023))));
+        assert!(told_on(at("2022-07-07"), day(7, 7, None)));
+        assert!(!told_on(at("2023-07-08"), day(7, 7, Some(2023))));
+        assert!(!told_on(at("2022-07-07"), day(7, 7, Some(2023))));
+        let month = NamedDate {
+            month: 7,
+            day: None,
+            year: None,
+        };
+        assert!(!told_on(at("2023-07-07"), month));
     }
 }
