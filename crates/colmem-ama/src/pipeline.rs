@@ -120,7 +120,8 @@ pub struct PipelineConfig {
     /// How much what a person the query names said (their turns, facts and profile)
     /// is preferred over what others said. Questions about a person are mostly
     /// answered by their own words: on the LoCoMo dev conversations, 96% of the
-    /// evidence turns of a question naming one speaker are that speaker's.
+    /// evidence turns of a question naming one speaker are that speaker's. One named
+    /// only after "to", "with", "for", "about" or "from" counts when no one else is.
     pub speaker_boost: f64,
     /// The turn after a hit that asks a question (its reply, where the answer
     /// usually is) ranks at least this share of the question's score; 0 turns it off.
@@ -1261,16 +1262,43 @@ fn lexical_text(query: &str, categories: bool) -> String {
 }
 
 /// The people a query names: its capitalised words, lowercased, without a
-/// possessive "'s" (a word that names nobody matches no speaker).
+/// possessive "'s" (a word that names nobody matches no speaker). One named only after
+/// "to", "with", "for", "about" or "from" ("What book did Caroline recommend to
+/// Melanie?") is the one spoken to or of, whose words seldom answer: they count only
+/// when no one else is named (LoCoMo evidence recall@10 0.775 → 0.777).
 fn named_people(query: &str) -> Vec<String> {
-    let mut names: Vec<String> = query
+    let ws: Vec<&str> = query
         .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
-        .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
-        .map(|w| {
-            let w = w.trim_end_matches("'s").trim_end_matches("’s");
-            w.to_lowercase()
-        })
+        .filter(|w| !w.is_empty())
         .collect();
+    let mut subjects = Vec::new();
+    let mut objects = Vec::new();
+    let mut someone = false;
+    for (i, w) in ws.iter().enumerate() {
+        if !w.chars().next().is_some_and(char::is_uppercase) {
+            continue;
+        }
+        let name = w
+            .trim_end_matches("'s")
+            .trim_end_matches("’s")
+            .to_lowercase();
+        let after = i.checked_sub(1).map(|j| ws[j].to_lowercase());
+        if after.is_some_and(|p| matches!(p.as_str(), "to" | "with" | "for" | "about" | "from")) {
+            objects.push(name);
+        } else {
+            // The question's first word ("What", "When") is capitalised as any
+            // sentence's first word is; nor is a month or a day anyone.
+            someone |= i > 0
+                && !crate::text::MONTHS.contains(&name.as_str())
+                && !crate::text::WEEKDAYS.contains(w);
+            subjects.push(name);
+        }
+    }
+    let mut names = if someone {
+        subjects
+    } else {
+        subjects.into_iter().chain(objects).collect()
+    };
     names.sort();
     names.dedup();
     names
@@ -1561,6 +1589,19 @@ mod tests {
         assert!(!told_in(at("2023-08-01"), month(6, None)));
         assert!(!told_in(at("2022-06-20"), month(6, Some(2023))));
         assert!(told_in(at("2024-01-05"), month(12, Some(2023))));
+    }
+
+    #[test]
+    fn one_spoken_to_or_of_counts_only_when_no_one_else_is_named() {
+        let named = named_people("What book did Caroline recommend to Melanie?");
+        assert!(named.contains(&"caroline".to_owned()));
+        assert!(!named.contains(&"melanie".to_owned()));
+        let named = named_people("How do Jon and Gina both like to destress?");
+        assert!(named.contains(&"jon".to_owned()) && named.contains(&"gina".to_owned()));
+        // A month is no one: Caroline is the only person named.
+        let named = named_people("What did the group do for Caroline in June?");
+        assert!(named.contains(&"caroline".to_owned()));
+        assert!(named_people("What did Mel’s kids like?").contains(&"mel".to_owned()));
     }
 
     #[test]
