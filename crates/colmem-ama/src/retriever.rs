@@ -93,7 +93,11 @@ pub struct RetrieverConfig {
     pub k_base: usize,
     /// The largest k.
     pub k_max: usize,
-    /// Abstract or event weight from which the episode route is taken.
+    /// Abstract or event weight from which the episode route is taken. A summary
+    /// counts all its turns against k and often crowds out the turn that holds the
+    /// detail asked for, so the route is kept for queries that are clearly abstract
+    /// or about events across time (LoCoMo evidence recall@10: 0.777 at 0.45, 0.781
+    /// at 0.6, no higher at 0.8).
     pub episode_threshold: f64,
     /// Fine-detail weight from which the raw route is taken.
     pub raw_threshold: f64,
@@ -105,7 +109,7 @@ impl Default for RetrieverConfig {
             k_min: 5,
             k_base: 10,
             k_max: 40,
-            episode_threshold: 0.45,
+            episode_threshold: 0.6,
             raw_threshold: 0.4,
         }
     }
@@ -261,10 +265,19 @@ mod tests {
         let ctx = QueryContext::default();
         let cases = [
             (
-                "When did Caroline go to the LGBTQ support group?",
+                "When and how often did Caroline go to the support group over the years?",
                 Route::Episode,
             ),
-            ("Why did Melanie start painting?", Route::Episode),
+            (
+                "Why did Melanie feel motivated to start painting?",
+                Route::Episode,
+            ),
+            // One event's date, or one reason, is a detail the turns and facts hold.
+            (
+                "When did Caroline go to the LGBTQ support group?",
+                Route::Fact,
+            ),
+            ("Why did Melanie start painting?", Route::Fact),
             (
                 "What exactly did Caroline say about the book title?",
                 Route::Raw,

@@ -1679,7 +1679,7 @@ fn episodes_answer_the_episode_route_and_stay_out_of_a_question_about_a_detail()
             .map(|h| &h.fragment.content)
             .collect::<Vec<_>>()
     );
-    let why = recall("Why did Dana move to Lisbon, and how does Dana feel about it?");
+    let why = recall("Why does Dana feel Lisbon was the right move, in Dana's opinion?");
     assert_eq!(why.plan.route, Route::Episode);
     assert!(has_episode(&why));
 }
