@@ -26,7 +26,8 @@ use crate::answer::{Answer, Answerer, EvidenceSpan};
 use crate::caller::Caller;
 use crate::change::attributes;
 use crate::constructor::{
-    Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput, tells_a_time,
+    Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput, episode_parts,
+    tells_a_time,
 };
 use crate::error::{Error, Result};
 use crate::judge::{Judge, OfflineJudge};
@@ -619,8 +620,8 @@ impl Pipeline {
         let prefer = Preference {
             config: &self.config,
             named: &named,
-            date: named_date(query),
-            asks_when: crate::answer::asks_for_date(query),
+            date: named_date(&plan.rewritten),
+            asks_when: crate::answer::asks_for_date(&plan.rewritten),
         };
         // A preference reorders the hits: search deeper so what ranked just below k
         // can rise into it.
@@ -1287,10 +1288,13 @@ fn named_people(query: &str) -> Vec<String> {
             objects.push(name);
         } else {
             // The question's first word ("What", "When") is capitalised as any
-            // sentence's first word is; nor is a month or a day anyone.
+            // sentence's first word is; nor is a month, a day, a stop word ("I") or
+            // an acronym ("LGBTQ") anyone.
             someone |= i > 0
                 && !crate::text::MONTHS.contains(&name.as_str())
-                && !crate::text::WEEKDAYS.contains(w);
+                && !crate::text::WEEKDAYS.contains(w)
+                && !crate::text::STOPWORDS.contains(&name.as_str())
+                && !w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic());
             subjects.push(name);
         }
     }
@@ -1345,7 +1349,13 @@ impl Preference<'_> {
         if said_by(fragment, self.named) {
             boost *= 1.0 + c.speaker_boost;
         }
-        if self.asks_when && tells_a_time(&fragment.content) {
+        // An episode's header dates every episode ("On 3 May 2023, Dana and Assistant
+        // talked about …"): only its body may tell a time.
+        let told = match fragment.granularity {
+            Granularity::Episode => episode_parts(&fragment.content).map_or("", |(_, body)| body),
+            _ => &fragment.content,
+        };
+        if self.asks_when && tells_a_time(told) {
             boost *= 1.0 + c.when_boost;
         }
         boost
@@ -1386,7 +1396,11 @@ fn named_date(query: &str) -> Option<NamedDate> {
         let Some(index) = crate::text::MONTHS.iter().position(|m| *m == lower) else {
             continue;
         };
-        if matches!(lower.as_str(), "may" | "march") && w.starts_with(char::is_lowercase) {
+        // "may" and "march" in lower case, or opening the question ("May I ask…"),
+        // are verbs.
+        if matches!(lower.as_str(), "may" | "march")
+            && (i == 0 || w.starts_with(char::is_lowercase))
+        {
             continue;
         }
         let month = i8::try_from(index + 1).ok()?;
@@ -1556,6 +1570,10 @@ mod tests {
         );
         assert_eq!(named_date("What may Dana like?"), None);
         assert_eq!(
+            named_date("May I ask what Dana did in June?"),
+            month(6, None)
+        );
+        assert_eq!(
             named_date("Did they march 5 miles in June?"),
             month(6, None)
         );
@@ -1601,6 +1619,16 @@ mod tests {
         // A month is no one: Caroline is the only person named.
         let named = named_people("What did the group do for Caroline in June?");
         assert!(named.contains(&"caroline".to_owned()));
+        for query in [
+            "What did I give to Caroline?",
+            "What did the LGBTQ group give to Caroline?",
+            "To Caroline, what matters most?",
+        ] {
+            assert!(
+                named_people(query).contains(&"caroline".to_owned()),
+                "{query}"
+            );
+        }
         assert!(named_people("What did Mel’s kids like?").contains(&"mel".to_owned()));
     }
 
