@@ -171,7 +171,9 @@ fn of_kin_alone(content: &str, speaker: &str) -> bool {
     let Some(rest) = lower.strip_prefix(&format!("{speaker}'s ")) else {
         return false;
     };
-    find_phrase(rest, &speaker).is_none()
+    // "Dana Smith's wife and Dana moved": the first name alone names the speaker too.
+    let first = speaker.split_whitespace().next().unwrap_or(&speaker);
+    find_phrase(rest, first).is_none()
         && words(rest)
             .iter()
             .take(2)
@@ -468,6 +470,10 @@ mod tests {
         ));
         assert!(!of_kin_alone(
             "Dana Smith's wife and Dana Smith moved to Leeds.",
+            "Dana Smith"
+        ));
+        assert!(!of_kin_alone(
+            "Dana Smith's wife and Dana moved to Leeds.",
             "Dana Smith"
         ));
     }
