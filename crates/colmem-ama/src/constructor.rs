@@ -650,19 +650,22 @@ pub fn rewrite_person(sentence: &str, speaker: &str, listener: &str) -> String {
     joined.replace(&format!("{speaker} am "), &format!("{speaker} is "))
 }
 
+/// The calendar date of `t` in UTC, as session dates are read; `None` out of range.
+pub(crate) fn utc_date(t: Timestamp) -> Option<jiff::civil::Date> {
+    let ts = jiff::Timestamp::from_millisecond(t.as_millis()).ok()?;
+    Some(ts.to_zoned(jiff::tz::TimeZone::UTC).date())
+}
+
 /// The date as "7 May 2023".
 pub fn human_date(t: Timestamp) -> String {
-    match jiff::Timestamp::from_millisecond(t.as_millis()) {
-        Ok(ts) => {
-            let d = ts.to_zoned(jiff::tz::TimeZone::UTC).date();
-            format!(
-                "{} {} {}",
-                d.day(),
-                MONTH_NAMES[(d.month() - 1) as usize],
-                d.year()
-            )
-        }
-        Err(_) => t.to_string(),
+    match utc_date(t) {
+        Some(d) => format!(
+            "{} {} {}",
+            d.day(),
+            MONTH_NAMES[(d.month() - 1) as usize],
+            d.year()
+        ),
+        None => t.to_string(),
     }
 }
 
@@ -731,8 +734,8 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
     const DAY: i64 = 86_400_000;
     let at = |days: i64| human_date(said.plus_millis(days * DAY));
     let year = |delta: i64| {
-        jiff::Timestamp::from_millisecond(said.as_millis())
-            .map(|ts| (ts.to_zoned(jiff::tz::TimeZone::UTC).year() as i64 + delta).to_string())
+        utc_date(said)
+            .map(|d| (d.year() as i64 + delta).to_string())
             .unwrap_or_default()
     };
     // The calendar month, not 30 days: "last month" said on 31 March is February.
@@ -890,10 +893,7 @@ fn ahead(lower: &str, said: Timestamp) -> Option<Timestamp> {
 
 /// The first moment (UTC) of the month `months` after the one `said` falls in.
 fn first_of_month(said: Timestamp, months: i64) -> Option<Timestamp> {
-    let start = jiff::Timestamp::from_millisecond(said.as_millis())
-        .ok()?
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .date()
+    let start = utc_date(said)?
         .first_of_month()
         .checked_add(jiff::Span::new().months(months))
         .ok()?

@@ -27,7 +27,7 @@ use crate::caller::Caller;
 use crate::change::attributes;
 use crate::constructor::{
     Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput, episode_parts,
-    tells_a_time,
+    tells_a_time, utc_date,
 };
 use crate::error::{Error, Result};
 use crate::judge::{Judge, OfflineJudge};
@@ -1380,12 +1380,7 @@ fn named_date(query: &str) -> Option<NamedDate> {
         .filter(|w| !w.is_empty())
         .collect();
     let day = |w: &str| {
-        let digits = w.trim_end_matches(char::is_alphabetic);
-        let ordinal = w[digits.len()..].to_ascii_lowercase();
-        if !(ordinal.is_empty() || ["st", "nd", "rd", "th"].contains(&ordinal.as_str())) {
-            return None;
-        }
-        digits.parse::<i8>().ok().filter(|d| (1..=31).contains(d))
+        crate::values::day_number(&w.to_ascii_lowercase()).and_then(|d| i8::try_from(d).ok())
     };
     let year = |w: Option<&&str>| {
         w.and_then(|y| y.parse::<i16>().ok())
@@ -1431,12 +1426,6 @@ fn named_date(query: &str) -> Option<NamedDate> {
         });
     }
     None
-}
-
-/// The calendar date of `t` in UTC, as the session dates are read.
-fn utc_date(t: colmem_core::Timestamp) -> Option<jiff::civil::Date> {
-    let ts = jiff::Timestamp::from_millisecond(t.as_millis()).ok()?;
-    Some(ts.to_zoned(jiff::tz::TimeZone::UTC).date())
 }
 
 /// Whether `t` falls in the named month (of its year, if given) or the month after it:

@@ -480,13 +480,7 @@ pub fn is_item(core: &str) -> bool {
 /// correction may be about one: "my birthday is March 14, I typed March 4 by mistake".
 pub fn days(text: &str) -> Vec<String> {
     let tokens = tokens(text);
-    let day = |t: &Token| {
-        let digits = t.core.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-        digits.parse::<u8>().ok().filter(|d| {
-            (1..=31).contains(d)
-                && (digits.len() == t.core.len() || ORDINAL_ENDS.contains(&&t.core[digits.len()..]))
-        })
-    };
+    let day = |t: &Token| day_number(&t.core);
     let month = |t: &Token| MONTHS.contains(&t.core.as_str()).then(|| t.core.clone());
     let mut out: Vec<String> = Vec::new();
     for (i, t) in tokens.iter().enumerate() {
@@ -511,6 +505,15 @@ pub fn days(text: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// The day of the month a lowercase word gives: "4", "4th", "21st", from 1 to 31.
+pub(crate) fn day_number(word: &str) -> Option<u8> {
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    digits.parse::<u8>().ok().filter(|d| {
+        (1..=31).contains(d)
+            && (digits.len() == word.len() || ORDINAL_ENDS.contains(&&word[digits.len()..]))
+    })
 }
 
 const ORDINAL_ENDS: &[&str] = &["st", "nd", "rd", "th"];
