@@ -83,7 +83,7 @@ pub struct ComamArgs {
     pub out: Option<PathBuf>,
     /// Weight of the vector signal in rank fusion (the offline hash embedder is a weaker
     /// signal than BM25).
-    #[arg(long, default_value_t = 0.4)]
+    #[arg(long, default_value_t = OfflineEmbedder::FUSION_WEIGHT)]
     pub vector_weight: f64,
     /// Print one JSON object as the last line.
     #[arg(long)]

@@ -69,7 +69,7 @@ pub struct EvalLocomoArgs {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
     /// Weight of the vector signal in rank fusion.
-    /// [default: 0.4: the offline hash embedder is a weaker signal than BM25; use 1.0 with MiniLM]
+    /// [default: 0.3: the offline hash embedder is a weaker signal than BM25; use 1.0 with MiniLM]
     #[arg(long)]
     pub vector_weight: Option<f64>,
     /// Weight of the BM25 signal in rank fusion.
@@ -375,7 +375,7 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
     let start = Timestamp::parse("2026-01-01T00:00:00Z")?;
     let fusion = FusionConfig {
         vector_weight: args.vector_weight.unwrap_or(match args.embedder.as_str() {
-            "offline" => 0.4,
+            "offline" => OfflineEmbedder::FUSION_WEIGHT,
             _ => FusionConfig::default().vector_weight,
         }),
         lexical_weight: args.lexical_weight,

@@ -211,17 +211,13 @@ impl Default for IndexConfig {
             rrf_k: fusion.rrf_k,
             score_share: fusion.score_share,
             // The default embedder is the offline hash embedder, a weaker signal than
-            // BM25: on LoCoMo evidence recall@10 it scores 0.615 at 0.4 against 0.550
-            // at 1.0 (`cargo xtask eval locomo`). Raise it for a semantic embedder.
-            vector_weight: OFFLINE_VECTOR_WEIGHT,
+            // BM25 (see its `FUSION_WEIGHT`). Raise it for a semantic embedder.
+            vector_weight: colmem_llm::OfflineEmbedder::FUSION_WEIGHT,
             lexical_weight: fusion.lexical_weight,
             depth: fusion.depth,
         }
     }
 }
-
-/// The vector weight that suits the default offline embedder.
-const OFFLINE_VECTOR_WEIGHT: f64 = 0.4;
 
 impl IndexConfig {
     /// The index crate's planner settings.
