@@ -20,6 +20,9 @@
 //!
 //! Recall (an expected value anywhere in the recalled fragments) is reported beside
 //! accuracy.
+//!
+//! The pipeline runs on the offline defaults: the offline embedder at its fusion weight
+//! ([`OfflineEmbedder::FUSION_WEIGHT`]) beside BM25, rule-based roles.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -211,7 +214,10 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
     let mut harness = Harness::new(
         embedder,
         Timestamp::parse("2026-01-01T00:00:00Z")?,
-        FusionConfig::default(),
+        FusionConfig {
+            vector_weight: OfflineEmbedder::FUSION_WEIGHT,
+            ..FusionConfig::default()
+        },
     )?;
     let pipeline = harness.pipeline(Roles::offline(), PipelineConfig::default());
 
