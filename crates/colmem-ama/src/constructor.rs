@@ -1093,7 +1093,14 @@ pub fn preference(sentence: &str, speaker: &str) -> Option<String> {
     ];
     for (cue, verb) in CUES {
         if let Some(pos) = find_phrase(trimmed, cue.trim_end()) {
-            let object = trimmed[pos + cue.len().min(trimmed.len() - pos)..].trim();
+            // After the cue's words and the character that ends them, which may take
+            // several bytes ("I love—really—sushi").
+            let rest = &trimmed[pos + cue.trim_end().len()..];
+            let object = rest
+                .chars()
+                .next()
+                .map_or(rest, |c| &rest[c.len_utf8()..])
+                .trim();
             let object: String = object
                 .split([',', ';'])
                 .next()
@@ -1543,6 +1550,11 @@ mod tests {
         );
         assert_eq!(preference("I went out.", "Bo"), None);
         assert_eq!(preference("I love it!", "Bo"), None, "nothing concrete");
+        // What follows the cue may open with a character of several bytes.
+        assert_eq!(
+            preference("I love—really—sushi", "Bo").as_deref(),
+            Some("Bo loves really—sushi")
+        );
     }
 
     #[test]

@@ -214,7 +214,8 @@ impl Default for Stored {
 /// Options of one recall.
 #[derive(Clone, PartialEq, Debug, Default)]
 pub struct RecallOptions {
-    /// How many fragments; `None` takes the retriever's dynamic k.
+    /// How many fragments; `None` takes the retriever's dynamic k. At most [`MAX_K`]:
+    /// a recall asking for more is refused as invalid input.
     pub k: Option<usize>,
     /// Search exactly these granularities together instead of following the route.
     pub granularities: Option<Vec<Granularity>>,
@@ -608,6 +609,11 @@ impl Pipeline {
         self.index.catch_up(self.store.as_ref())?;
         let plan = self.roles.retriever.plan(query, &options.context)?;
         let k = options.k.unwrap_or(plan.k).max(1);
+        if k > MAX_K {
+            return Err(Error::InvalidInput(format!(
+                "a recall asks for at most {MAX_K} fragments, not {k}"
+            )));
+        }
         let filter = caller.filter().clone().with_view(options.view);
         let lexical = lexical_text(&plan.rewritten, self.config.expand_categories);
         let content = crate::text::content_words(&plan.rewritten);
@@ -656,7 +662,7 @@ impl Pipeline {
                 vec![others[1].granularity()],
             ));
         }
-        steps.truncate(1 + self.config.rounds);
+        steps.truncate(self.config.rounds.saturating_add(1));
 
         let mut rounds = Vec::new();
         let mut found: Vec<Recalled> = Vec::new();
@@ -675,7 +681,12 @@ impl Pipeline {
                     )?;
                     let mut fresh = Vec::new();
                     for hit in hits.into_iter().filter(|h| seen.insert(h.id)) {
-                        let fragment = self.store.get(hit.id)?;
+                        // A fragment deleted since the index caught up is gone, not an error.
+                        let fragment = match self.store.get(hit.id) {
+                            Ok(fragment) => fragment,
+                            Err(colmem_store::Error::NotFound { .. }) => continue,
+                            Err(e) => return Err(e.into()),
+                        };
                         // The filter ran inside the search; this only guards against
                         // an index that lags the store, never the enforcement itself.
                         if filter.admits(&fragment.meta()) {
@@ -1200,6 +1211,8 @@ fn searched_together(route: Route) -> Vec<Granularity> {
         .collect()
 }
 
+/// The most fragments one recall returns.
+pub const MAX_K: usize = 10_000;
 /// How many of the best hits a related-turn round expands.
 const RELATED_FROM: usize = 5;
 /// How many generations of replaced facts an answer looks back through.
@@ -1510,7 +1523,7 @@ fn neighbours(turn: &str, width: u32) -> Vec<String> {
 /// The turns within `width` of `D3:7` but not it, each with its distance: (1, `D3:6`),
 /// (1, `D3:8`), (2, `D3:5`)…; none for an id without a turn number.
 fn around(turn: &str, width: u32) -> Vec<(i32, String)> {
-    let Some((session, index)) = turn.split_once(':') else {
+    let Some((session, index)) = turn.rsplit_once(':') else {
         return Vec::new();
     };
     let Ok(index) = index.parse::<u32>() else {
@@ -1581,6 +1594,10 @@ mod tests {
         assert_eq!(ids("D3:1", 2), ["1 D3:2", "2 D3:3"]);
         assert!(ids("D3:7", 0).is_empty());
         assert!(ids("note-4", 2).is_empty());
+        // An id whose session holds a colon ("conv-26:D3", as the CLI's import names
+        // turns) numbers its turns after the last one, as `next_turn` reads it.
+        assert_eq!(ids("conv-26:D3:7", 1), ["1 conv-26:D3:6", "1 conv-26:D3:8"]);
+        assert_eq!(next_turn("conv-26:D3:7").as_deref(), Some("conv-26:D3:8"));
     }
 
     #[test]

@@ -123,6 +123,9 @@ pub fn content_words(text: &str) -> Vec<String> {
 /// Up to `n` distinct content words, in order of first appearance.
 pub fn keywords(text: &str, n: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    if n == 0 {
+        return out;
+    }
     for w in content_words(text) {
         if !out.contains(&w) {
             out.push(w);
@@ -239,6 +242,9 @@ pub fn jaccard(a: &[String], b: &[String]) -> f64 {
 
 /// The byte position of `phrase` in `lower` as whole words.
 pub fn find_phrase(lower: &str, phrase: &str) -> Option<usize> {
+    if phrase.is_empty() {
+        return None;
+    }
     let mut start = 0;
     while let Some(pos) = lower[start..].find(phrase) {
         let at = start + pos;
@@ -263,6 +269,17 @@ pub(crate) fn constant_regex(pattern: &str) -> regex::Regex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_phrase_is_found_nowhere_and_no_keywords_are_none() {
+        assert_eq!(find_phrase("i love tea", ""), None);
+        assert_eq!(find_phrase("i love tea", "love"), Some(2));
+        assert!(keywords("painting the fence blue", 0).is_empty());
+        assert_eq!(
+            keywords("painting the fence blue", 2),
+            ["painting", "fence"]
+        );
+    }
 
     #[test]
     fn annotations_are_taken_out() {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use colmem_access::{AccessGraph, Context, SystemPolicy};
 use colmem_ama::{
-    Caller, ConstructorConfig, Origin, Pipeline, PipelineConfig, Recall, RecallOptions,
+    Caller, ConstructorConfig, MAX_K, Origin, Pipeline, PipelineConfig, Recall, RecallOptions,
     RetrieverConfig, Roles, Route, TurnInput,
 };
 use colmem_core::{
@@ -1620,6 +1620,33 @@ fn what_the_delete_rule_refuses_is_listed_and_the_rest_is_deleted() {
         stored_texts(&world, user, helper),
         ["Dana keeps bees in the garden."]
     );
+}
+
+#[test]
+fn a_recall_asking_for_more_than_the_most_fragments_is_refused_with_a_typed_error() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[("D1:1", "I play the cello on Sundays.", "2023-01-05")],
+    );
+    let caller = world.caller(u, a).unwrap();
+    let recall = |k: usize| {
+        world.pipeline.recall(
+            &caller,
+            "What does Dana play?",
+            &RecallOptions {
+                k: Some(k),
+                ..RecallOptions::default()
+            },
+        )
+    };
+    for k in [MAX_K + 1, usize::MAX] {
+        let err = recall(k).unwrap_err();
+        assert_eq!(err.kind(), colmem_core::ErrorKind::InvalidInput, "{err}");
+        assert!(err.to_string().contains("at most 10000"), "{err}");
+    }
+    assert!(!recall(MAX_K).unwrap().hits.is_empty());
 }
 
 #[test]
