@@ -545,6 +545,21 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
         );
     }
     let ama = &tallies[0];
+    // What the file's gold data lacks, said rather than hidden: questions of categories
+    // 1–4 with no evidence turn cannot be scored on recall, and evidence entries that
+    // are not turns of the dialogue are left out of it.
+    let asked = conversations
+        .iter()
+        .flat_map(|c| &c.questions)
+        .filter(|q| (1..=4).contains(&q.category));
+    let unscored = asked.clone().filter(|q| q.evidence.is_empty()).count();
+    let dropped: Vec<&String> = asked.flat_map(|q| &q.malformed_evidence).collect();
+    if unscored > 0 || !dropped.is_empty() {
+        println!(
+            "gold data: {unscored} questions of categories 1-4 have no evidence turn and are not scored; {} evidence entries are not turns of their dialogue and are left out: {dropped:?}",
+            dropped.len()
+        );
+    }
     println!(
         "questions {}, context tokens per question {:.2}% of the conversation, leaks {}, fragments deleted while ingesting {}, facts and profile entries closed as stale {}",
         ama.questions(),

@@ -5,8 +5,11 @@
 //! session; image turns (`img_url`, `blip_caption`, `query`) whose caption is kept;
 //! answers that are numbers; category-5 questions with only an `adversarial_answer`;
 //! and malformed evidence ids such as `"D8:6; D9:17"` (two ids), `"D30:05"` (a
-//! leading zero), `"D:11:26"` (a stray colon) or `"D"` (nothing: reported, not
-//! guessed).
+//! leading zero), `"D:11:26"` (a stray colon), `"D"` (nothing) or an id that names no
+//! turn of the dialogue (`"D10:19"` where session 10 ends at `D10:16`): what is not a
+//! turn is reported, not guessed. A field of the wrong type (a `qa` that is not a list,
+//! a category that is not a whole number), a turn id given twice and a sample id given
+//! to two conversations are errors.
 //!
 //! The dialogue ([`Dialogue`]) and the gold data ([`Question`]) are separate types:
 //! ingestion takes a `Dialogue` and so cannot see answers or evidence. The file's
@@ -183,13 +186,24 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Conversation>> {
     let samples = root
         .as_array()
         .ok_or_else(|| format("expected a JSON array of conversations".into()))?;
-    samples
+    let conversations = samples
         .iter()
         .enumerate()
         .map(|(i, sample)| {
             parse_sample(sample).map_err(|m| format(format!("conversation {i}: {m}")))
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    // Each conversation is ingested as its own user, named by its sample id: two with
+    // one id would be merged.
+    let mut ids: Vec<&str> = conversations.iter().map(|c| c.sample_id.as_str()).collect();
+    ids.sort_unstable();
+    if let Some(pair) = ids.windows(2).find(|pair| pair[0] == pair[1]) {
+        return Err(format(format!(
+            "two conversations have the sample_id {:?}",
+            pair[0]
+        )));
+    }
+    Ok(conversations)
 }
 
 fn text_of(value: &Value) -> Option<String> {
@@ -217,6 +231,7 @@ fn parse_sample(sample: &Value) -> std::result::Result<Conversation, String> {
     };
     let (speaker_a, speaker_b) = (speaker("speaker_a")?, speaker("speaker_b")?);
     let mut sessions = Vec::new();
+    let mut seen_turns = std::collections::HashSet::new();
     for (key, value) in conv {
         let Some(number) = key
             .strip_prefix("session_")
@@ -232,14 +247,23 @@ fn parse_sample(sample: &Value) -> std::result::Result<Conversation, String> {
             .and_then(text_of);
         let mut turns = Vec::with_capacity(turns_json.len());
         for (j, turn) in turns_json.iter().enumerate() {
-            let field = |name: &str| turn.get(name).and_then(text_of);
-            let id_text = field("dia_id").ok_or(format!("{key}[{j}] has no dia_id"))?;
+            // A field that is absent is `None`; one of the wrong type is an error.
+            let field = |name: &str| match turn.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(value) => text_of(value)
+                    .map(Some)
+                    .ok_or(format!("{key}[{j}].{name} is not text")),
+            };
+            let id_text = field("dia_id")?.ok_or(format!("{key}[{j}] has no dia_id"))?;
             let id: DiaId = id_text.parse().map_err(|e| format!("{key}[{j}]: {e}"))?;
+            if !seen_turns.insert(id) {
+                return Err(format!("{key}[{j}]: the turn id {id} appears twice"));
+            }
             turns.push(Turn {
                 id,
-                speaker: field("speaker").ok_or(format!("{key}[{j}] has no speaker"))?,
-                text: field("text").unwrap_or_default(),
-                image_caption: field("blip_caption").filter(|c| !c.trim().is_empty()),
+                speaker: field("speaker")?.ok_or(format!("{key}[{j}] has no speaker"))?,
+                text: field("text")?.unwrap_or_default(),
+                image_caption: field("blip_caption")?.filter(|c| !c.trim().is_empty()),
             });
         }
         sessions.push(Session {
@@ -251,33 +275,49 @@ fn parse_sample(sample: &Value) -> std::result::Result<Conversation, String> {
     }
     sessions.sort_by_key(|s| s.number);
     let mut questions = Vec::new();
-    for (j, q) in sample
-        .get("qa")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    let qa = match sample.get("qa") {
+        None | Some(Value::Null) => &[][..],
+        Some(qa) => qa
+            .as_array()
+            .ok_or("qa is not a list of questions")?
+            .as_slice(),
+    };
+    for (j, q) in qa.iter().enumerate() {
         let question = q
             .get("question")
             .and_then(text_of)
             .ok_or(format!("qa[{j}] has no question"))?;
-        let category = q
-            .get("category")
-            .and_then(Value::as_u64)
-            .and_then(|c| u8::try_from(c).ok())
-            .ok_or(format!("qa[{j}] has no category"))?;
+        let category = match q.get("category") {
+            None | Some(Value::Null) => return Err(format!("qa[{j}] has no category")),
+            Some(c) => c
+                .as_u64()
+                .and_then(|c| u8::try_from(c).ok())
+                .ok_or(format!(
+                    "qa[{j}]'s category {c} is not a whole number from 0 to 255"
+                ))?,
+        };
+        let entries = match q.get("evidence") {
+            None | Some(Value::Null) => &[][..],
+            Some(e) => e
+                .as_array()
+                .ok_or(format!("qa[{j}]'s evidence is not a list"))?
+                .as_slice(),
+        };
         let mut evidence = Vec::new();
         let mut malformed = Vec::new();
-        for entry in q
-            .get("evidence")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(text) = text_of(entry) else { continue };
+        for entry in entries {
+            let text =
+                text_of(entry).ok_or(format!("qa[{j}]'s evidence holds {entry}, not an id"))?;
             let (ids, bad) = parse_evidence(&text);
-            evidence.extend(ids);
+            // An id that names no turn of the dialogue ("D10:19" where session 10 ends
+            // at D10:16) is reported with the malformed ones: no retrieval can find it.
+            for id in ids {
+                if seen_turns.contains(&id) {
+                    evidence.push(id);
+                } else {
+                    malformed.push(format!("{id} (no such turn)"));
+                }
+            }
             malformed.extend(bad);
         }
         evidence.dedup();
@@ -359,7 +399,7 @@ mod tests {
                 {"speaker": "Bo", "dia_id": "D1:2", "text": "nice"}],
             "session_3_date_time": "9:00 am on 9 May, 2023"},
           "observation": {"should": "never be read"},
-          "qa": [{"question": "q?", "answer": 2022, "evidence": ["D1:1; D2:1"], "category": 2},
+          "qa": [{"question": "q?", "answer": 2022, "evidence": ["D1:1; D2:1", "D2:9"], "category": 2},
                  {"question": "adv?", "adversarial_answer": "x", "evidence": ["D"], "category": 5}]}]"#;
         let convs = parse(text, "inline").unwrap();
         let c = &convs[0];
@@ -373,6 +413,11 @@ mod tests {
         assert_eq!(first.full_text(), "look [shares an image: a dog]");
         assert_eq!(c.questions[0].answer.as_deref(), Some("2022"));
         assert_eq!(c.questions[0].evidence.len(), 2);
+        assert_eq!(
+            c.questions[0].malformed_evidence,
+            vec!["D2:9 (no such turn)".to_string()],
+            "an id that names no turn of the dialogue is reported, not kept"
+        );
         assert_eq!(c.questions[1].answer, None);
         assert_eq!(c.questions[1].malformed_evidence, vec!["D".to_string()]);
     }
@@ -386,6 +431,34 @@ mod tests {
             (
                 r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b", "session_1": [{"speaker": "a", "dia_id": "X1"}]}}]"#,
                 "does not start with D",
+            ),
+            (
+                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b"}, "qa": {"question": "q"}}]"#,
+                "qa is not a list",
+            ),
+            (
+                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b"}, "qa": [{"question": "q", "category": 2.0}]}]"#,
+                "category 2.0 is not a whole number",
+            ),
+            (
+                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b"}, "qa": [{"question": "q", "category": 2, "evidence": "D1:1"}]}]"#,
+                "evidence is not a list",
+            ),
+            (
+                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b"}, "qa": [{"question": "q", "category": 2, "evidence": [{"id": 1}]}]}]"#,
+                "not an id",
+            ),
+            (
+                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b", "session_1": [{"speaker": "a", "dia_id": "D1:1", "text": ["hi"]}]}}]"#,
+                "session_1[0].text is not text",
+            ),
+            (
+                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b", "session_1": [{"speaker": "a", "dia_id": "D1:1"}, {"speaker": "b", "dia_id": "D1:1"}]}}]"#,
+                "the turn id D1:1 appears twice",
+            ),
+            (
+                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b"}}, {"sample_id": "x", "conversation": {"speaker_a": "c", "speaker_b": "d"}}]"#,
+                "two conversations have the sample_id \"x\"",
             ),
         ] {
             let err = parse(text, "bad.json").unwrap_err();
