@@ -77,7 +77,8 @@ pub struct QueryPlan {
 pub struct QueryContext {
     /// The person asking (resolves "I", "my").
     pub asker: Option<String>,
-    /// People mentioned recently, most recent last (resolves "he", "she", "they").
+    /// People mentioned recently, most recent last (resolves "he", "she", "him", "his" and
+    /// "her"; not "they", which may be several).
     pub recent_people: Vec<String>,
     /// When the query is asked (resolves "yesterday", "last week").
     pub now: Option<Timestamp>,
@@ -226,13 +227,27 @@ impl OfflineRetriever {
 }
 
 /// Rewrites a query to stand alone: "I"/"my" become the asker, third-person pronouns the
-/// most recently mentioned person, relative dates absolute ones.
+/// most recently mentioned person, relative dates absolute ones. "Her" is possessive
+/// before a word ("her dog" → "Ann's dog") and the person herself at the end of a clause
+/// or before a preposition ("What did Bo give her?" → "… give Ann?").
 pub fn rewrite_query(query: &str, context: &QueryContext) -> String {
     let person = context.recent_people.last();
-    let joined = map_words(query, |_, lower| match (lower, &context.asker, person) {
+    let tokens: Vec<&str> = query.split(' ').collect();
+    // Whether the token after `i` starts a word that a possessive "her" could own.
+    let owns_next = |i: usize| {
+        tokens[i].ends_with(|c: char| c.is_alphanumeric())
+            && tokens.get(i + 1).is_some_and(|next| {
+                let next = next
+                    .trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase();
+                !next.is_empty() && !OBJECT_FOLLOWERS.contains(&next.as_str())
+            })
+    };
+    let joined = map_words(query, |i, lower| match (lower, &context.asker, person) {
         ("i" | "me", Some(asker), _) => Some(asker.clone()),
         ("my", Some(asker), _) => Some(format!("{asker}'s")),
         ("he" | "she" | "him", _, Some(p)) => Some(p.clone()),
+        ("her", _, Some(p)) if !owns_next(i) => Some(p.clone()),
         ("his" | "her", _, Some(p)) => Some(format!("{p}'s")),
         _ => None,
     });
@@ -241,6 +256,33 @@ pub fn rewrite_query(query: &str, context: &QueryContext) -> String {
         None => joined,
     }
 }
+
+/// Words after which "her" is an object, not a possessive: "give her to", "tell her about".
+const OBJECT_FOLLOWERS: &[&str] = &[
+    "to",
+    "for",
+    "about",
+    "with",
+    "from",
+    "at",
+    "on",
+    "in",
+    "into",
+    "of",
+    "by",
+    "and",
+    "or",
+    "but",
+    "that",
+    "if",
+    "when",
+    "after",
+    "before",
+    "yesterday",
+    "today",
+    "last",
+    "again",
+];
 
 impl Retriever for OfflineRetriever {
     fn plan(&self, query: &str, context: &QueryContext) -> Result<QueryPlan> {
@@ -329,6 +371,15 @@ mod tests {
         assert_eq!(
             rewrite_query("Is her dog with my sister?", &ctx),
             "Is Caroline's dog with Bo's sister?"
+        );
+        // "Her" at the end of a clause or before a preposition is the person.
+        assert_eq!(
+            rewrite_query("What did Ann give her?", &ctx),
+            "What did Ann give Caroline?"
+        );
+        assert_eq!(
+            rewrite_query("Did Ann tell her about the trip?", &ctx),
+            "Did Ann tell Caroline about the trip?"
         );
         assert_eq!(
             rewrite_query("Where is Ann?", &QueryContext::default()),
