@@ -1213,7 +1213,8 @@ fn searched_together(route: Route) -> Vec<Granularity> {
 
 /// The most fragments one recall returns.
 pub const MAX_K: usize = 10_000;
-/// How many of the best hits a related-turn round expands.
+/// How many hits a related-turn round expands: the first found, in the order their
+/// searches ranked them (before the preferences reorder them).
 const RELATED_FROM: usize = 5;
 /// How many generations of replaced facts an answer looks back through.
 const REPLACED_DEPTH: usize = 8;
