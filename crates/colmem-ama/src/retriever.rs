@@ -364,23 +364,24 @@ mod tests {
             recent_people: vec!["Ann".into(), "Caroline".into()],
             now: colmem_core::Timestamp::parse("2023-05-08T10:00:00Z").ok(),
         };
-        assert_eq!(
-            rewrite_query("What did she tell me yesterday?", &ctx),
-            "What did Caroline tell Bo on 7 May 2023?"
-        );
-        assert_eq!(
-            rewrite_query("Is her dog with my sister?", &ctx),
-            "Is Caroline's dog with Bo's sister?"
-        );
-        // "Her" at the end of a clause or before a preposition is the person.
-        assert_eq!(
-            rewrite_query("What did Ann give her?", &ctx),
-            "What did Ann give Caroline?"
-        );
-        assert_eq!(
-            rewrite_query("Did Ann tell her about the trip?", &ctx),
-            "Did Ann tell Caroline about the trip?"
-        );
+        for (query, rewritten) in [
+            (
+                "What did she tell me yesterday?",
+                "What did Caroline tell Bo on 7 May 2023?",
+            ),
+            (
+                "Is her dog with my sister?",
+                "Is Caroline's dog with Bo's sister?",
+            ),
+            // "Her" at the end of a clause or before a preposition is the person.
+            ("What did Ann give her?", "What did Ann give Caroline?"),
+            (
+                "Did Ann tell her about the trip?",
+                "Did Ann tell Caroline about the trip?",
+            ),
+        ] {
+            assert_eq!(rewrite_query(query, &ctx), rewritten);
+        }
         assert_eq!(
             rewrite_query("Where is Ann?", &QueryContext::default()),
             "Where is Ann?"
