@@ -104,7 +104,10 @@ pub struct PipelineConfig {
     /// Which memories the write path stores.
     pub store: Stored,
     /// Fragments older than this (record time, in milliseconds) are deleted by
-    /// [`Pipeline::enforce_retention`]; `None` keeps everything.
+    /// [`Pipeline::enforce_retention`]; `None` keeps everything. At least 1: a limit of
+    /// zero or less would put the cutoff at or after now and delete everything, so a
+    /// configuration giving one is refused, and so is a retention run with one set in code.
+    #[serde(deserialize_with = "retention")]
     pub retention_ms: Option<i64>,
     /// How many neighbouring turns on each side a related-turn round adds.
     pub neighbours: u32,
@@ -590,6 +593,11 @@ impl Pipeline {
         let Some(limit) = self.config.retention_ms else {
             return Ok(Deletion::default());
         };
+        if limit < 1 {
+            return Err(Error::InvalidInput(format!(
+                "retention_ms must be at least 1 millisecond, not {limit}: a limit of zero or less would delete everything"
+            )));
+        }
         let cutoff = caller.now().as_millis().saturating_sub(limit);
         let mine = self.own_fragments(caller, View::AllVersions, None, None)?;
         let expired: Vec<&Fragment> = mine
@@ -1232,6 +1240,18 @@ const CONTEXT_FROM: usize = 5;
 pub const MAX_CONTEXT_WIDTH: u32 = 8;
 
 /// `context_width` from a configuration: at most [`MAX_CONTEXT_WIDTH`].
+fn retention<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<i64>, D::Error> {
+    let limit = Option::<i64>::deserialize(deserializer)?;
+    if let Some(limit) = limit.filter(|l| *l < 1) {
+        return Err(serde::de::Error::custom(format!(
+            "retention_ms must be at least 1 millisecond, not {limit}: a limit of zero or less would delete everything"
+        )));
+    }
+    Ok(limit)
+}
+
 fn context_width<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<u32, D::Error> {

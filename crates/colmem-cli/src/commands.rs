@@ -671,6 +671,18 @@ fn import_locomo(
     if !memory.is_registered(Principal::Agent(assistant)) {
         admin.register(Principal::Agent(assistant))?;
     }
+    // Each conversation is its own user: two sample ids that name one user ("conv 1"
+    // and "conv-1") would mix two conversations in one memory.
+    let mut names = std::collections::HashMap::new();
+    for conversation in &conversations {
+        let name = principal_name(&conversation.sample_id);
+        if let Some(other) = names.insert(name.clone(), &conversation.sample_id) {
+            return Err(invalid(format!(
+                "the conversations {other:?} and {:?} would both be imported as the user {name:?}; give them distinct sample ids",
+                conversation.sample_id
+            )));
+        }
+    }
     let total: u64 = conversations
         .iter()
         .map(|c| c.dialogue.turns().count() as u64)
@@ -718,13 +730,18 @@ fn import_locomo(
                 // A transcript is a document: its words never instruct the memory to forget.
                 origin: Origin::Other,
             };
-            let remembered = session.remember(&input).with_context(|| {
+            // Keyed by the turn, so an import run again after a failure skips the turns
+            // it stored before instead of storing them twice.
+            let key = format!("import:{}", input.dialogue_id);
+            let remembered = session.remember_keyed(&input, Some(&key)).with_context(|| {
                 format!(
-                    "importing turn {} of conversation {} (earlier turns are stored)",
+                    "importing turn {} of conversation {} (earlier turns are stored; running the import again skips them)",
                     turn.id, conversation.sample_id
                 )
             })?;
-            fragments += remembered.written.len() as u64;
+            if !remembered.replayed {
+                fragments += remembered.written.len() as u64;
+            }
             turns += 1;
             bar.inc(1);
         }

@@ -181,17 +181,21 @@ pub struct IndexConfig {
     pub size_growth: f64,
     /// The fewest HNSW candidates.
     pub min_candidates: usize,
-    /// The reciprocal-rank-fusion constant.
+    /// The reciprocal-rank-fusion constant (a finite number, 0 or more).
+    #[serde(deserialize_with = "non_negative")]
     pub rrf_k: f64,
     /// The share of each signal's weight given by its min–max normalised score
     /// rather than its rank: 0 is reciprocal-rank fusion, 1 a convex combination.
     #[serde(deserialize_with = "share")]
     pub score_share: f64,
-    /// Weight of the vector signal.
+    /// Weight of the vector signal (a finite number, 0 or more).
+    #[serde(deserialize_with = "non_negative")]
     pub vector_weight: f64,
-    /// Weight of the BM25 signal.
+    /// Weight of the BM25 signal (a finite number, 0 or more).
+    #[serde(deserialize_with = "non_negative")]
     pub lexical_weight: f64,
-    /// How deep each signal is read before fusion.
+    /// How deep each signal is read before fusion (at least 1).
+    #[serde(deserialize_with = "at_least_one")]
     pub depth: usize,
 }
 
@@ -277,6 +281,32 @@ fn share<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<f64,
         Err(serde::de::Error::custom(format!(
             "a share is a number from 0 to 1, not {value}"
         )))
+    }
+}
+
+/// A weight or constant of rank fusion: `nan`, `inf` or a negative number would turn
+/// every fused score into a non-number or invert the ranking.
+fn non_negative<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<f64, D::Error> {
+    let value = f64::deserialize(deserializer)?;
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "a fusion weight or constant is a finite number, 0 or more, not {value}"
+        )))
+    }
+}
+
+fn at_least_one<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<usize, D::Error> {
+    let value = usize::deserialize(deserializer)?;
+    if value >= 1 {
+        Ok(value)
+    } else {
+        Err(serde::de::Error::custom(
+            "the fusion depth is at least 1, not 0",
+        ))
     }
 }
 
@@ -518,6 +548,39 @@ mod tests {
                 .pipeline
                 .context_width,
             3
+        );
+        for (text, expected) in [
+            (
+                "[index]\nvector_weight = nan\n",
+                "finite number, 0 or more, not NaN",
+            ),
+            (
+                "[index]\nlexical_weight = -1.0\n",
+                "finite number, 0 or more, not -1",
+            ),
+            (
+                "[index]\nrrf_k = inf\n",
+                "finite number, 0 or more, not inf",
+            ),
+            ("[index]\ndepth = 0\n", "depth is at least 1"),
+            (
+                "[pipeline]\nretention_ms = -1\n",
+                "retention_ms must be at least 1",
+            ),
+            (
+                "[pipeline]\nretention_ms = 0\n",
+                "retention_ms must be at least 1",
+            ),
+        ] {
+            let err = load_text(text, &[]).unwrap_err();
+            assert!(err.to_string().contains(expected), "{text}: {err}");
+        }
+        assert_eq!(
+            load_text("[pipeline]\nretention_ms = 3600000\n", &[])
+                .unwrap()
+                .pipeline
+                .retention_ms,
+            Some(3_600_000)
         );
         let err = load_text("[store\n", &[]).unwrap_err();
         assert!(matches!(err, Error::ConfigFile { .. }), "{err}");

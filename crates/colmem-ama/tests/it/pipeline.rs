@@ -1547,6 +1547,28 @@ fn a_forget_instruction_leaves_what_only_mentions_its_attribute_in_passing() {
     assert!(left.iter().any(|c| c.contains("Elm Street")), "{left:?}");
 }
 
+/// A retention of zero or less would put the cutoff at or after now and delete
+/// everything: set in code, it is refused when retention runs, and nothing goes.
+#[test]
+fn a_retention_of_zero_or_less_deletes_nothing_and_is_refused() {
+    for limit in [0, -1, i64::MIN] {
+        let (world, u, a) = pair_in(World::with(
+            Roles::offline(),
+            PipelineConfig {
+                retention_ms: Some(limit),
+                ..PipelineConfig::default()
+            },
+        ));
+        world.dana_says(u, a, &[("D1:1", "I keep bees.", "2023-01-05")]);
+        let before = stored(&world, u, a).len();
+        let caller = world.caller(u, a).unwrap();
+        let err = world.pipeline.enforce_retention(&caller).unwrap_err();
+        assert_eq!(err.kind(), colmem_core::ErrorKind::InvalidInput, "{err}");
+        assert!(err.to_string().contains("at least 1 millisecond"), "{err}");
+        assert_eq!(stored(&world, u, a).len(), before);
+    }
+}
+
 /// The delete rule keeps what the agent may read but not write (a `Global` fragment
 /// only a global writer may change): a forget instruction and retention delete the rest
 /// and list what the rule kept.

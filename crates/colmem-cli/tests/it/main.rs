@@ -569,6 +569,25 @@ fn import_locomo_reads_dialogue_turns_only() {
         "{contents:?}"
     );
     let export = env.ok(&["export"]);
+    // Run again (as after a failure), the import stores no turn twice.
+    let turn = "I am researching adoption agencies this week.";
+    env.ok(&["import", "locomo", file.to_str().unwrap()]);
+    assert_eq!(
+        env.ok(&["export"]).matches(turn).count(),
+        export.matches(turn).count(),
+        "a turn imported twice is stored once"
+    );
+    // Two sample ids that name one user would mix two conversations.
+    let twins = env.path("twins.json");
+    let one = LOCOMO.trim().trim_start_matches('[').trim_end_matches(']');
+    let twin_text = format!(
+        "[{}, {}]",
+        one.replace("\"conv-1\"", "\"conv 2\""),
+        one.replace("\"conv-1\"", "\"conv-2\"")
+    );
+    std::fs::write(&twins, twin_text).unwrap();
+    let err = env.fails(&["import", "locomo", twins.to_str().unwrap()], 3);
+    assert!(err.contains("would both be imported"), "{err}");
     for secret in [
         "zeppelinobservation",
         "summarysecret",
@@ -590,6 +609,13 @@ fn retention_deletes_what_is_older_than_the_configured_limit() {
     let party = ["--user", "alice", "--agent", "helper"];
     let err = env.fails(&[&["retention"][..], &party].concat(), 3);
     assert!(err.contains("retention_ms"), "{err}");
+    // A limit of zero or less would delete everything: it is refused.
+    env.vars
+        .push(("COLMEM_PIPELINE__RETENTION_MS".into(), "-1".into()));
+    let err = env.fails(&[&["retention"][..], &party].concat(), 3);
+    assert!(err.contains("at least 1 millisecond"), "{err}");
+    env.vars.pop();
+    assert!(!recall_contents(&env, "alice", "helper", "typewriters").is_empty());
     env.vars
         .push(("COLMEM_PIPELINE__RETENTION_MS".into(), "3600000".into()));
     let kept = env.json(&[&["retention"][..], &party, &["--json"]].concat());
