@@ -59,10 +59,10 @@ pub struct EvalLocomoArgs {
     #[arg(long)]
     pub answer: bool,
     /// Base URL of an OpenAI-compatible chat server, up to and including `/v1`
-    /// [default: $COLMEM_CHAT_BASE_URL].
+    /// [default: $COLMEM_CHAT__BASE_URL, the variable that sets `[chat] base_url` for colmem].
     #[arg(long)]
     pub chat_url: Option<String>,
-    /// The chat model's name [default: $COLMEM_CHAT_MODEL].
+    /// The chat model's name [default: $COLMEM_CHAT__MODEL, as for colmem's `[chat] model`].
     #[arg(long)]
     pub chat_model: Option<String>,
     /// The name of the environment variable that holds the API key (never the key).
@@ -267,8 +267,10 @@ fn answer_roles(args: &EvalLocomoArgs) -> Result<Roles> {
     let mut roles = Roles::offline();
     let from_env =
         |given: &Option<String>, name: &str| given.clone().or_else(|| std::env::var(name).ok());
-    let url = from_env(&args.chat_url, "COLMEM_CHAT_BASE_URL");
-    let model = from_env(&args.chat_model, "COLMEM_CHAT_MODEL");
+    // The variables that configure colmem's own chat model, so one pair serves both: a
+    // `COLMEM_…` name that is no configuration key would make every colmem command fail.
+    let url = from_env(&args.chat_url, "COLMEM_CHAT__BASE_URL");
+    let model = from_env(&args.chat_model, "COLMEM_CHAT__MODEL");
     if let (true, Some(url), Some(model)) = (args.answer, url, model) {
         let mut endpoint = colmem_llm::EndpointConfig::new(url.clone());
         endpoint.api_key_env = Some(args.api_key_env.clone());

@@ -14,7 +14,7 @@ use colmem::{
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use crate::exit::{self, invalid};
+use crate::exit::{self, invalid, unavailable};
 use crate::table::Table;
 use crate::{
     AuditCommand, CardsCommand, Cli, Command, GrantCommand, GroupKindArg, ImportCommand,
@@ -122,7 +122,7 @@ fn init(cli: &Cli) -> Result<ExitCode> {
     let config_path = cli.dir.join(CONFIG_FILE);
     if !config_path.exists() {
         std::fs::write(&config_path, DEFAULT_CONFIG)
-            .with_context(|| format!("cannot write {}", config_path.display()))?;
+            .map_err(|e| unavailable(format!("cannot write {}: {e}", config_path.display())))?;
     }
     if existed {
         println!("{} is already a colmem data directory", cli.dir.display());
@@ -239,7 +239,7 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
             .lock()
             .lines()
             .collect::<std::io::Result<Vec<_>>>()
-            .context("cannot read standard input")?
+            .map_err(|e| invalid(format!("cannot read standard input as UTF-8 text: {e}")))?
             .into_iter()
             .map(|line| line.trim().to_owned())
             .filter(|line| !line.is_empty())
@@ -860,7 +860,7 @@ fn export(cli: &Cli, output: Option<&Path>, vectors: bool) -> Result<ExitCode> {
     let sink: Box<dyn Write> = match output {
         Some(path) => Box::new(
             std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
+                .map_err(|e| unavailable(format!("cannot create {}: {e}", path.display())))?,
         ),
         None => Box::new(std::io::stdout().lock()),
     };
@@ -891,9 +891,10 @@ fn export(cli: &Cli, output: Option<&Path>, vectors: bool) -> Result<ExitCode> {
         Ok(())
     })?;
     if let Some(e) = failure {
-        return Err(e.context("cannot write the export"));
+        return Err(unavailable(format!("cannot write the export: {e:#}")));
     }
-    out.flush().context("cannot write the export")?;
+    out.flush()
+        .map_err(|e| unavailable(format!("cannot write the export: {e}")))?;
     if let Some(path) = output {
         eprintln!("exported {count} fragment(s) to {}", path.display());
     }

@@ -75,6 +75,14 @@ pub fn invalid(message: impl Into<String>) -> anyhow::Error {
     })
 }
 
+/// A file or the disk cannot be used: the message says which and why.
+pub fn unavailable(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Coded {
+        code: UNAVAILABLE,
+        message: message.into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -507,6 +507,10 @@ fn export_writes_every_fragment_as_json_lines_and_backup_copies_the_store() {
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(text.lines().count(), fragments.len());
     assert!(text.contains("\"embedder\""));
+    // A file that cannot be created is unavailable (8), not a bug of the program (1).
+    let nowhere = env.path("no-such-dir").join("export.jsonl");
+    let err = env.fails(&["export", "--output", nowhere.to_str().unwrap()], 8);
+    assert!(err.contains("cannot create"), "{err}");
 
     let copy = env.path("copy");
     std::fs::create_dir(&copy).unwrap();
