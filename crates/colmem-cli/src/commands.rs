@@ -21,6 +21,20 @@ use crate::{
     MemberEdge, Party, PrincipalCommand, PrincipalKind, RevokeCommand, ViewArgs,
 };
 
+/// `println!` through [`exit::out`]: a closed pipe ends the command, quietly.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        exit::out(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `print!` through [`exit::out`].
+macro_rules! say_raw {
+    ($($arg:tt)*) => {
+        exit::out(format_args!($($arg)*))?
+    };
+}
+
 /// The configuration file `init` writes: every section, commented out, at its default.
 const DEFAULT_CONFIG: &str = include_str!("default-config.toml");
 
@@ -111,7 +125,7 @@ fn session<'m>(memory: &'m Memory, party: &Party) -> Result<colmem::Session<'m>>
 }
 
 fn print_json(value: &serde_json::Value) -> Result<()> {
-    println!("{}", serde_json::to_string(value)?);
+    say!("{}", serde_json::to_string(value)?);
     Ok(())
 }
 
@@ -125,9 +139,9 @@ fn init(cli: &Cli) -> Result<ExitCode> {
             .map_err(|e| unavailable(format!("cannot write {}: {e}", config_path.display())))?;
     }
     if existed {
-        println!("{} is already a colmem data directory", cli.dir.display());
+        say!("{} is already a colmem data directory", cli.dir.display());
     } else {
-        println!(
+        say!(
             "initialised {} (store {}, configuration {})",
             cli.dir.display(),
             cli.dir.join(colmem::STORE_FILE).display(),
@@ -159,7 +173,7 @@ fn principal_add(
     };
     let memory = open(cli)?;
     let event = memory.admin().register(principal)?;
-    println!("registered {principal} at {}", event.at);
+    say!("registered {principal} at {}", event.at);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -202,8 +216,8 @@ fn grant_edge(cli: &Cli, command: &GrantCommand) -> Result<ExitCode> {
     let memory = open(cli)?;
     let event = memory.admin().grant(edge, at, until)?;
     match until {
-        Some(until) => println!("granted {edge} from {} until {until}", event.at),
-        None => println!("granted {edge} from {}", event.at),
+        Some(until) => say!("granted {edge} from {} until {until}", event.at),
+        None => say!("granted {edge} from {}", event.at),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -229,7 +243,7 @@ fn revoke_edge(cli: &Cli, command: &RevokeCommand) -> Result<ExitCode> {
     let at = optional_time(when.at.as_ref())?;
     let memory = open(cli)?;
     let event = memory.admin().revoke(edge, at)?;
-    println!("revoked {edge} at {}", event.at);
+    say!("revoked {edge} at {}", event.at);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -316,7 +330,7 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
             "refused": refused,
         }))?;
     } else {
-        println!(
+        say!(
             "remembered {} turn(s): {} fragment(s) written, {} superseded, {} deleted, {} kept by the delete rule",
             texts.len(),
             written.len(),
@@ -326,9 +340,9 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         );
         if !written.is_empty() {
             let ids: Vec<String> = written.iter().map(|id| id.to_string()).collect();
-            println!("written: {}", ids.join(" "));
+            say!("written: {}", ids.join(" "));
         }
-        print_refused(&refused);
+        print_refused(&refused)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -401,7 +415,7 @@ fn recall(cli: &Cli, args: &crate::RecallArgs) -> Result<ExitCode> {
             "hits": hits,
         }))?;
     } else if recall.hits.is_empty() {
-        println!("nothing this session may see matches {query:?}");
+        say!("nothing this session may see matches {query:?}");
     } else {
         let mut table = Table::new(&["ID", "SCORE", "GRANULARITY", "SCOPE", "CONTENT"]);
         for hit in &recall.hits {
@@ -414,7 +428,7 @@ fn recall(cli: &Cli, args: &crate::RecallArgs) -> Result<ExitCode> {
                 clip(&f.content, 100),
             ]);
         }
-        print!("{}", table.render());
+        say_raw!("{}", table.render());
     }
     memory.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -441,9 +455,9 @@ fn compose_cards(
             "skipped": composition.report.skipped,
         }))?;
     } else if composition.cards.is_empty() {
-        println!("no strategy card this session may see applies to {task:?}");
+        say!("no strategy card this session may see applies to {task:?}");
     } else {
-        println!("{}", composition.text.trim_end());
+        say!("{}", composition.text.trim_end());
         eprintln!(
             "{} card(s), {} of {} tokens",
             composition.cards.len(),
@@ -528,7 +542,7 @@ fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
             let entries: Vec<AuditEntry> = admin.audit_tail(*n)?;
             if *json {
                 for entry in &entries {
-                    println!("{}", serde_json::to_string(entry)?);
+                    say!("{}", serde_json::to_string(entry)?);
                 }
             } else {
                 let mut table = Table::new(&["SEQ", "AT", "EVENT", "DETAIL"]);
@@ -541,7 +555,7 @@ fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
                         detail,
                     ]);
                 }
-                print!("{}", table.render());
+                say_raw!("{}", table.render());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -552,9 +566,10 @@ fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
                         &json!({"intact": true, "entries": entries, "head_seq": head.0, "head_hash": head.1}),
                     )?;
                 } else {
-                    println!(
+                    say!(
                         "intact: {entries} entries, head seq {} hash {}",
-                        head.0, head.1
+                        head.0,
+                        head.1
                     );
                 }
                 Ok(ExitCode::SUCCESS)
@@ -565,7 +580,7 @@ fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
                         &json!({"intact": false, "seq": seq, "problem": format!("{problem:?}")}),
                     )?;
                 } else {
-                    println!(
+                    say!(
                         "broken at seq {seq}: {problem:?}; restore the store from a backup and compare"
                     );
                 }
@@ -596,7 +611,7 @@ fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
                         cell.fragments_written.to_string(),
                     ]);
                 }
-                print!("{}", table.render());
+                say_raw!("{}", table.render());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -611,13 +626,13 @@ fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
                     "readers": pairs.iter().map(|(u, a)| json!({"user": u, "agent": a})).collect::<Vec<_>>(),
                 }))?;
             } else if pairs.is_empty() {
-                println!("nobody could read fragment {id} at {at}");
+                say!("nobody could read fragment {id} at {at}");
             } else {
                 let mut table = Table::new(&["USER", "AGENT"]);
                 for (u, a) in pairs {
                     table.row(vec![u.to_string(), a.to_string()]);
                 }
-                print!("{}", table.render());
+                say_raw!("{}", table.render());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -753,7 +768,7 @@ fn import_locomo(
     }
     bar.finish_and_clear();
     memory.flush()?;
-    println!(
+    say!(
         "imported {} conversation(s), {turns} turn(s), {fragments} fragment(s) written",
         conversations.len()
     );
@@ -768,7 +783,7 @@ fn reindex(cli: &Cli) -> Result<ExitCode> {
         bar.set_position(done);
     })?;
     bar.finish_and_clear();
-    println!(
+    say!(
         "reindexed with {}: {} fragment(s) examined, {} re-embedded, {} indexed",
         memory.embedder().id(),
         report.examined,
@@ -796,25 +811,26 @@ fn retention(cli: &Cli, party: &Party, as_json: bool) -> Result<ExitCode> {
             "refused": done.refused,
         }))?;
     } else {
-        println!(
+        say!(
             "retention of {limit} ms: {} fragment(s) deleted, {} kept by the delete rule",
             done.deleted.len(),
             done.refused.len()
         );
-        print_refused(&done.refused);
+        print_refused(&done.refused)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Lists the fragments the delete rule kept, if any.
-fn print_refused(refused: &[FragmentId]) {
+fn print_refused(refused: &[FragmentId]) -> Result<()> {
     if !refused.is_empty() {
         let ids: Vec<String> = refused.iter().map(|id| id.to_string()).collect();
-        println!(
+        say!(
             "kept by the delete rule (this agent may not delete them): {}",
             ids.join(" ")
         );
     }
+    Ok(())
 }
 
 fn explain(cli: &Cli, party: &Party, fragment: &str, as_json: bool) -> Result<ExitCode> {
@@ -839,17 +855,18 @@ fn explain(cli: &Cli, party: &Party, fragment: &str, as_json: bool) -> Result<Ex
         }))?;
     } else {
         match explanation.deciding() {
-            None => println!(
+            None => say!(
                 "fragment {id} is visible to {user} via {agent} at {at}: every condition holds"
             ),
-            Some(check) => println!(
+            Some(check) => say!(
                 "fragment {id} is not visible to {user} via {agent} at {at}: the {} condition decides: {}",
-                check.condition, check.detail
+                check.condition,
+                check.detail
             ),
         }
         for check in &explanation.checks {
             let mark = if check.holds { "holds " } else { "FAILS " };
-            println!("  {mark} {:<9} {}", check.condition.as_str(), check.detail);
+            say!("  {mark} {:<9} {}", check.condition.as_str(), check.detail);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -890,11 +907,14 @@ fn export(cli: &Cli, output: Option<&Path>, vectors: bool) -> Result<ExitCode> {
         }
         Ok(())
     })?;
+    let failure = failure.or_else(|| out.flush().err().map(anyhow::Error::from));
     if let Some(e) = failure {
+        // The reader went away (`colmem export | head`): nothing failed.
+        if exit::closed_pipe(&e) {
+            return Ok(ExitCode::SUCCESS);
+        }
         return Err(unavailable(format!("cannot write the export: {e:#}")));
     }
-    out.flush()
-        .map_err(|e| unavailable(format!("cannot write the export: {e}")))?;
     if let Some(path) = output {
         eprintln!("exported {count} fragment(s) to {}", path.display());
     }
@@ -904,7 +924,7 @@ fn export(cli: &Cli, output: Option<&Path>, vectors: bool) -> Result<ExitCode> {
 fn backup(cli: &Cli, dest: &Path) -> Result<ExitCode> {
     let memory = open_read_only(cli)?;
     let report = memory.backup(dest)?;
-    println!(
+    say!(
         "backed up {} to {} ({} pages, {} bytes); open it with --dir after renaming it to colmem.db in a new directory",
         cli.dir.join(colmem::STORE_FILE).display(),
         dest.display(),

@@ -75,6 +75,31 @@ pub fn invalid(message: impl Into<String>) -> anyhow::Error {
     })
 }
 
+/// Writes to standard output. A closed pipe (`colmem audit tail | head -1`) is an
+/// error that [`closed_pipe`] recognises, so the command ends quietly where `print!`
+/// would panic.
+pub fn out(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_fmt(args)
+}
+
+/// Whether `error` is a write to a reader that went away: not a failure of the command.
+pub fn closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        let kind = match (
+            cause.downcast_ref::<std::io::Error>(),
+            cause.downcast_ref::<serde_json::Error>(),
+        ) {
+            (Some(e), _) => Some(e.kind()),
+            // JSON written straight to standard output fails with the write's error.
+            (None, Some(e)) => e.io_error_kind(),
+            (None, None) => None,
+        };
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// A file or the disk cannot be used: the message says which and why.
 pub fn unavailable(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Coded {

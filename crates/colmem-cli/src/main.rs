@@ -407,6 +407,8 @@ pub struct BackupArgs {
 fn main() -> ExitCode {
     match run() {
         Ok(code) => code,
+        // The reader of standard output went away (`| head`): nothing failed.
+        Err(error) if exit::closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
             exit::for_error(&error)

@@ -116,6 +116,44 @@ impl Env {
     }
 }
 
+/// A reader that goes away (`colmem export | head -1`) ends the command quietly, with
+/// success: no panic, no error. The output is larger than a pipe holds, so the command
+/// must meet the closed pipe.
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    let env = Env::with_alice();
+    let lines: String = (0..300)
+        .map(|i| format!("Day {i}: I repotted the basil and the tomatoes on the balcony.\n"))
+        .collect();
+    let out = env.run_with(
+        &["remember", "--user", "alice", "--agent", "helper"],
+        Some(&lines),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    // `export` writes through its own buffer, the other commands through `exit::out`;
+    // both end in `exit::closed_pipe`.
+    assert!(
+        env.ok(&["export"]).len() > 1 << 16,
+        "the export writes more than a pipe holds"
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_colmem"))
+        .arg("--dir")
+        .arg(&env.dir)
+        .arg("export")
+        .env_remove("COLMEM_DIR")
+        .env_remove("COLMEM_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(done.status.code(), Some(0), "{stderr}");
+}
+
 fn recall_contents(env: &Env, user: &str, agent: &str, query: &str) -> Vec<String> {
     let value = env.json(&["recall", "--user", user, "--agent", agent, "--json", query]);
     value["hits"]
