@@ -593,10 +593,8 @@ impl Pipeline {
         let Some(limit) = self.config.retention_ms else {
             return Ok(Deletion::default());
         };
-        if limit < 1 {
-            return Err(Error::InvalidInput(format!(
-                "retention_ms must be at least 1 millisecond, not {limit}: a limit of zero or less would delete everything"
-            )));
+        if let Some(refusal) = refused_retention(limit) {
+            return Err(Error::InvalidInput(refusal));
         }
         let cutoff = caller.now().as_millis().saturating_sub(limit);
         let mine = self.own_fragments(caller, View::AllVersions, None, None)?;
@@ -1239,19 +1237,28 @@ const CONTEXT_FROM: usize = 5;
 /// ranks at under a fifth of its hit's share.
 pub const MAX_CONTEXT_WIDTH: u32 = 8;
 
-/// `context_width` from a configuration: at most [`MAX_CONTEXT_WIDTH`].
+/// Why a retention limit is refused, if it is: one of zero or less would put the cutoff
+/// at or after now and delete everything.
+fn refused_retention(limit: i64) -> Option<String> {
+    (limit < 1).then(|| {
+        format!(
+            "retention_ms must be at least 1 millisecond, not {limit}: a limit of zero or less would delete everything"
+        )
+    })
+}
+
+/// `retention_ms` from a configuration: see [`refused_retention`].
 fn retention<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<Option<i64>, D::Error> {
     let limit = Option::<i64>::deserialize(deserializer)?;
-    if let Some(limit) = limit.filter(|l| *l < 1) {
-        return Err(serde::de::Error::custom(format!(
-            "retention_ms must be at least 1 millisecond, not {limit}: a limit of zero or less would delete everything"
-        )));
+    match limit.and_then(refused_retention) {
+        Some(refusal) => Err(serde::de::Error::custom(refusal)),
+        None => Ok(limit),
     }
-    Ok(limit)
 }
 
+/// `context_width` from a configuration: at most [`MAX_CONTEXT_WIDTH`].
 fn context_width<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<u32, D::Error> {

@@ -2,11 +2,12 @@
 //! backend, ours or a researcher's, runs the same checks.
 //!
 //! Each suite takes a factory for fresh, empty indexes and returns the first
-//! failed check as an `Err` (call `.unwrap()` on it in a test):
+//! failed check as an `Err` (a test returns it with `?`):
 //!
 //! ```
 //! use colmem_index::{FlatIndex, conformance};
-//! conformance::vector(&|dim| Box::new(FlatIndex::new(dim))).unwrap();
+//! conformance::vector(&|dim| Box::new(FlatIndex::new(dim)))?;
+//! # Ok::<(), conformance::Failure>(())
 //! ```
 
 use std::path::{Path, PathBuf};

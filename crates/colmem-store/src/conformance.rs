@@ -4,15 +4,16 @@
 //! [`run`] with a factory that makes a fresh, empty store with the default
 //! limits on the clock it is given. The suite returns the first behaviour that
 //! differs from the contract as an `Err`, naming the check, the property and
-//! the values that showed it (call `.unwrap()` on it in a test):
+//! the values that showed it (a test returns it with `?`):
 //!
 //! ```no_run
 //! use colmem_store::{SqliteStore, StoreConfig, conformance};
 //! conformance::run(&|clock| {
 //!     let config = StoreConfig { clock, ..StoreConfig::default() };
+//!     // invariant: an in-memory store needs no file, so opening it cannot fail here.
 //!     Box::new(SqliteStore::open_in_memory(config).expect("an in-memory store opens"))
-//! })
-//! .unwrap();
+//! })?;
+//! # Ok::<(), conformance::Failure>(())
 //! ```
 
 use std::collections::BTreeSet;

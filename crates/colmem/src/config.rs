@@ -195,7 +195,7 @@ pub struct IndexConfig {
     #[serde(deserialize_with = "non_negative")]
     pub lexical_weight: f64,
     /// How deep each signal is read before fusion (at least 1).
-    #[serde(deserialize_with = "at_least_one")]
+    #[serde(deserialize_with = "fusion_depth")]
     pub depth: usize,
 }
 
@@ -297,7 +297,7 @@ fn non_negative<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Resu
     }
 }
 
-fn at_least_one<'de, D: Deserializer<'de>>(
+fn fusion_depth<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<usize, D::Error> {
     let value = usize::deserialize(deserializer)?;
