@@ -405,6 +405,18 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "allergy",
+        &[
+            "allergy",
+            "allergies",
+            "allergic",
+            "intolerant",
+            "intolerance",
+        ],
+    ),
+    // A blood type or pressure.
+    ("blood", &["blood"]),
+    (
         "diagnosis",
         &[
             "diagnosis",

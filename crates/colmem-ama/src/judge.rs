@@ -274,12 +274,21 @@ impl Judge for OfflineJudge {
             .iter()
             .filter(|f| f.content != new.content && !(someone_elses && f.key.is_some()))
         {
-            let same_key = new.key.is_some() && f.key == new.key;
+            // "Joe read our chat: he's a dental hygienist" is about the husband a held
+            // fact named Joe, though no relation word keys it to him.
+            // Only of the same attribute: "Aoife is moving out" ends nothing of
+            // "my flatmate Aoife changed course to law".
+            let of_named_kin = attribute.is_some()
+                && f.key.as_deref().and_then(|k| k.rsplit('/').next()) == attribute
+                && new.speaker.as_deref().is_some_and(|speaker| {
+                    opens_with_kin_named_in(&new.content, &f.content, speaker)
+                });
+            let same_key = new.key.is_some() && (f.key == new.key || of_named_kin);
             // Different people (`dana/…` and `dana/brother/…`) never replace each
             // other's facts; the attribute may differ, as the lexicon is coarse.
             let subject = |k: &str| k.rsplit_once('/').map_or(k, |(s, _)| s).to_owned();
             let keys_agree = match (&new.key, &f.key) {
-                (Some(a), Some(b)) => subject(a) == subject(b),
+                (Some(a), Some(b)) => subject(a) == subject(b) || of_named_kin,
                 // Without both keys, whom each is about.
                 _ => !(kin_alone && whom(&f.content) == Some(Subject::Speaker)),
             };
@@ -323,7 +332,9 @@ impl Judge for OfflineJudge {
                 // favourite cuisine now"); "Harry Potter is Tim's favorite book" does not
                 // close "Tim has a collection of books".
                 let cue = if new_values.is_empty() {
-                    says_the_old_state_ended(&own)
+                    // Or a turn that sets right what was said of the same attribute:
+                    // "they say I'm A negative. I had it wrong for years".
+                    says_the_old_state_ended(&own) || (corrected && same_key)
                 } else {
                     strong || (one_value && sets_present_against_past(&new.content))
                 };
@@ -376,6 +387,26 @@ impl Judge for OfflineJudge {
         }
         Ok(out)
     }
+}
+
+/// Whether `statement` opens with the name of someone `held` introduces as the
+/// speaker's kin: "Joe read our chat …" after "Megan's husband Joe is a dentist".
+fn opens_with_kin_named_in(statement: &str, held: &str, speaker: &str) -> bool {
+    let Some(name) = statement
+        .split_whitespace()
+        .next()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+    else {
+        return false;
+    };
+    if name.eq_ignore_ascii_case(speaker) {
+        return false;
+    }
+    let (name, owner) = (name.to_lowercase(), format!("{}'s", speaker.to_lowercase()));
+    words(held)
+        .windows(3)
+        .any(|w| w[0] == owner && relation_word(&w[1]).is_some() && w[2] == name)
 }
 
 /// The sentences of `said` that tell of what is, of the `speaker` or their people: not

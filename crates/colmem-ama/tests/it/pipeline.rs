@@ -2685,3 +2685,73 @@ fn a_question_about_a_day_prefers_what_was_said_that_day() {
     let hits = world.recall_turns(u, a, "What did Dana talk about on 7 July, 2023?", 4);
     assert_eq!(hits[0].1, ["D2:1"], "{hits:#?}");
 }
+
+#[test]
+fn a_corrected_allergy_or_blood_type_replaces_the_one_told_before() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "Keep in mind I'm allergic to shellfish.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "For the donor form: my blood type is A positive.",
+                "2023-01-05",
+            ),
+            (
+                "D1:3",
+                "The clinic retested me and I had it mixed up: it's sesame I'm allergic to.",
+                "2023-02-05",
+            ),
+            (
+                "D1:4",
+                "Gave blood today and they say I'm A negative. I had it wrong for years.",
+                "2023-02-06",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(u, a, "allergic to shellfish"));
+    assert!(world.recalls_current_fact(u, a, "sesame"));
+    assert!(!world.recalls_current_fact(u, a, "A positive"));
+    assert!(world.recalls_current_fact(u, a, "A negative"));
+}
+
+#[test]
+fn a_statement_opening_with_a_relatives_name_is_about_that_relative() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "My husband Joe is a dentist, so no excuses for the kids.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "My flatmate Aoife is studying law at Trinity, poor thing.",
+                "2023-01-05",
+            ),
+            (
+                "D1:3",
+                "Joe read our chat and wants it on record: he's a dental hygienist, not a dentist.",
+                "2023-02-05",
+            ),
+            (
+                "D1:4",
+                "Aoife is moving out in March, so we need a new flatmate.",
+                "2023-02-06",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(u, a, "is a dentist"));
+    assert!(world.recalls_current_fact(u, a, "dental hygienist"));
+    // Only of the same attribute: her moving out ends nothing of her studies.
+    assert!(world.recalls_current_fact(u, a, "studying law"));
+}
