@@ -122,16 +122,44 @@ pub struct WritePolicies {
     pub pairs: Vec<PairPolicy>,
 }
 
-/// A write policy for one (user, agent) pair.
+/// A write policy for one (user, agent) pair: `user`, `agent` and the policy's
+/// `private` and `shared` in one table.
 #[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[serde(from = "PairTable")]
 pub struct PairPolicy {
     /// The user.
     pub user: UserId,
     /// The agent.
     pub agent: AgentId,
     /// The policy.
-    #[serde(flatten)]
     pub policy: WritePolicy,
+}
+
+/// A [`PairPolicy`] as written. It lists the policy's keys itself: serde refuses no
+/// unknown key beside a flattened table, and a misspelt `privat` must not pass as the
+/// default policy.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PairTable {
+    user: UserId,
+    agent: AgentId,
+    #[serde(default)]
+    private: PartPolicy,
+    #[serde(default = "shared_default")]
+    shared: PartPolicy,
+}
+
+impl From<PairTable> for PairPolicy {
+    fn from(table: PairTable) -> Self {
+        PairPolicy {
+            user: table.user,
+            agent: table.agent,
+            policy: WritePolicy {
+                private: table.private,
+                shared: table.shared,
+            },
+        }
+    }
 }
 
 /// Which level of [`WritePolicies`] decided.

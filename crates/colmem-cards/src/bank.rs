@@ -58,6 +58,7 @@ impl Roles {
 
 /// The weights of the admission score and its threshold.
 #[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Admission {
     /// Weight of reliability.
     pub reliability: f32,
@@ -85,6 +86,7 @@ impl Default for Admission {
 
 /// Settings of the write path.
 #[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct WriteConfig {
     /// The admission score.
     pub admission: Admission,
@@ -113,6 +115,7 @@ impl Default for WriteConfig {
 
 /// Settings of the bank.
 #[derive(Clone, Copy, PartialEq, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct BankConfig {
     /// The read path.
     pub read: ReadConfig,

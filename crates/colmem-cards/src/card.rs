@@ -163,6 +163,7 @@ pub fn trigger_text(fields: &CardFields) -> String {
 
 /// Size limits of a written card: however many merges it goes through, it stays within them.
 #[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct CardBounds {
     /// The most characters of one section.
     pub section_chars: usize,

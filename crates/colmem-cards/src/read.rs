@@ -140,6 +140,7 @@ impl Budget {
 
 /// The weights of the needs-aware card score.
 #[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ScoreWeights {
     /// Cosine of the task and the card's trigger embedding.
     pub cosine: f32,
@@ -167,6 +168,7 @@ impl Default for ScoreWeights {
 
 /// Settings of the read path.
 #[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ReadConfig {
     /// The score weights.
     pub weights: ScoreWeights,

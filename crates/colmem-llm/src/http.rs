@@ -98,34 +98,101 @@ impl EndpointConfig {
     }
 }
 
-/// A chat model behind an OpenAI-compatible `/chat/completions`.
+/// A chat model behind an OpenAI-compatible `/chat/completions`. Read from one table
+/// holding the endpoint's keys beside its own; a key of neither is refused.
 #[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[serde(try_from = "ServerTable<ChatKeys>")]
 pub struct ChatServerConfig {
     /// The server.
-    #[serde(flatten)]
     pub endpoint: EndpointConfig,
     /// The model name the server knows (`gpt-4o-mini`, `Qwen/Qwen2.5-7B-Instruct`, `llama3.1`).
     pub model: String,
     /// Whether the server honours `response_format: {type: json_schema}`; when false,
     /// [`complete_json`](crate::complete_json) asks for JSON in the prompt and extracts it.
-    #[serde(default)]
     pub json_schema: bool,
 }
 
-/// An embedding model behind an OpenAI-compatible `/embeddings`.
+/// An embedding model behind an OpenAI-compatible `/embeddings`. Read from one table
+/// holding the endpoint's keys beside its own; a key of neither is refused.
 #[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[serde(try_from = "ServerTable<EmbeddingKeys>")]
 pub struct EmbeddingServerConfig {
     /// The server.
-    #[serde(flatten)]
     pub endpoint: EndpointConfig,
     /// The model name the server knows.
     pub model: String,
     /// The length of the model's vectors (384 for all-MiniLM-L6-v2, 1536 for text-embedding-3-small);
     /// a server returning another length is an error.
     pub dim: usize,
-    /// How many texts one request carries.
-    #[serde(default = "default_batch_size")]
+    /// How many texts one request carries (64 when not given).
     pub batch_size: usize,
+}
+
+/// A server's table as written: the endpoint's keys, the model's, and whatever else was
+/// given. Serde refuses no unknown key beside a flattened table, so the rest is
+/// collected here and refused: a misspelt `timeout_mss` must not pass as the default.
+/// (Each flattened struct takes its own keys; the map gets what is left.)
+#[derive(Deserialize)]
+struct ServerTable<T> {
+    #[serde(flatten)]
+    endpoint: EndpointConfig,
+    #[serde(flatten)]
+    model: T,
+    #[serde(flatten)]
+    unknown: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+}
+
+impl<T> ServerTable<T> {
+    fn checked(self) -> std::result::Result<(EndpointConfig, T), String> {
+        match self.unknown.keys().next() {
+            Some(key) => Err(format!("unknown field `{key}` of a model server")),
+            None => Ok((self.endpoint, self.model)),
+        }
+    }
+}
+
+/// [`ChatServerConfig`]'s own keys.
+#[derive(Deserialize)]
+struct ChatKeys {
+    model: String,
+    #[serde(default)]
+    json_schema: bool,
+}
+
+impl TryFrom<ServerTable<ChatKeys>> for ChatServerConfig {
+    type Error = String;
+
+    fn try_from(table: ServerTable<ChatKeys>) -> std::result::Result<Self, String> {
+        let (endpoint, keys) = table.checked()?;
+        Ok(ChatServerConfig {
+            endpoint,
+            model: keys.model,
+            json_schema: keys.json_schema,
+        })
+    }
+}
+
+/// [`EmbeddingServerConfig`]'s own keys.
+#[derive(Deserialize)]
+struct EmbeddingKeys {
+    model: String,
+    dim: usize,
+    #[serde(default = "default_batch_size")]
+    batch_size: usize,
+}
+
+impl TryFrom<ServerTable<EmbeddingKeys>> for EmbeddingServerConfig {
+    type Error = String;
+
+    fn try_from(table: ServerTable<EmbeddingKeys>) -> std::result::Result<Self, String> {
+        let (endpoint, keys) = table.checked()?;
+        Ok(EmbeddingServerConfig {
+            endpoint,
+            model: keys.model,
+            dim: keys.dim,
+            batch_size: keys.batch_size,
+        })
+    }
 }
 
 /// The transport both models share: one blocking client, one retry policy.
@@ -706,5 +773,22 @@ mod tests {
         assert_eq!(config.batch_size, 64);
         assert_eq!(config.endpoint.max_retries, 3);
         assert_eq!(config.endpoint.api_key_env, None);
+        let config: ChatServerConfig = serde_json::from_str(
+            r#"{"base_url": "http://127.0.0.1:8000/v1", "model": "qwen", "timeout_ms": 5}"#,
+        )
+        .unwrap();
+        assert_eq!((config.endpoint.timeout_ms, config.json_schema), (5, false));
+    }
+
+    #[test]
+    fn a_key_of_neither_the_endpoint_nor_the_model_is_refused() {
+        let chat = serde_json::from_str::<ChatServerConfig>(
+            r#"{"base_url": "http://127.0.0.1:8000/v1", "model": "qwen", "timeout_mss": 5}"#,
+        );
+        assert!(chat.unwrap_err().to_string().contains("timeout_mss"));
+        let embedder = serde_json::from_str::<EmbeddingServerConfig>(
+            r#"{"base_url": "http://127.0.0.1:8000/v1", "model": "m", "dim": 8, "batchsize": 2}"#,
+        );
+        assert!(embedder.unwrap_err().to_string().contains("batchsize"));
     }
 }

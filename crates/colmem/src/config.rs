@@ -50,7 +50,7 @@ pub struct Config {
     /// The AMA pipeline: judge retry rounds (`K_r`), which granularities are stored, retention.
     pub pipeline: PipelineConfig,
     /// ConMem strategy cards: the read path (scoring, MMR, expansion, composition) and
-    /// the write path (admission, merging). A section given must be given whole.
+    /// the write path (admission, merging). A key left out keeps its default.
     pub cards: BankConfig,
     /// The index planner and rank fusion.
     pub index: IndexConfig,
@@ -60,7 +60,7 @@ pub struct Config {
 
 /// The clock every read and write takes its time from.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(from = "ClockTable")]
 pub enum ClockConfig {
     /// The system's wall clock (production).
     #[default]
@@ -69,9 +69,29 @@ pub enum ClockConfig {
     /// `start`, or at the last access event's date if that is later.
     Logical {
         /// The first moment: RFC 3339, a date, or milliseconds since the epoch.
+        start: Timestamp,
+    },
+}
+
+/// A [`ClockConfig`] as written. Its `system` kind is a struct, not a unit: serde
+/// refuses no unknown key beside the tag of a unit variant.
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum ClockTable {
+    System {},
+    Logical {
         #[serde(deserialize_with = "timestamp")]
         start: Timestamp,
     },
+}
+
+impl From<ClockTable> for ClockConfig {
+    fn from(table: ClockTable) -> Self {
+        match table {
+            ClockTable::System {} => ClockConfig::System,
+            ClockTable::Logical { start } => ClockConfig::Logical { start },
+        }
+    }
 }
 
 /// Which embedder turns text into vectors, by its `kind` key (`offline` when absent).
@@ -515,6 +535,48 @@ mod tests {
         assert_eq!(config.pipeline.rounds, 4);
         assert_eq!(config.index.planner().exact_max, 100);
         assert!(config.store.durable_commits);
+    }
+
+    #[test]
+    fn a_misspelt_key_is_refused_in_every_section() {
+        let sections = [
+            "[clock]\nkind = \"system\"\n",
+            "[embedder]\n",
+            "[embedder]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\ndim = 8\n",
+            "[embedder]\nkind = \"local\"\npath = \"models/minilm\"\n",
+            "[chat]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\n",
+            "[roles]\n",
+            "[policy]\n",
+            "[policy.read]\n",
+            "[policy.write]\n",
+            "[policy.write.system]\n",
+            "[policy.write.system.private]\n",
+            "[[policy.write.pairs]]\nuser = \"ada\"\nagent = \"helper\"\n",
+            "[constructor]\n",
+            "[retriever]\n",
+            "[pipeline]\n",
+            "[cards]\n",
+            "[cards.read]\n",
+            "[cards.write]\n",
+            "[index]\n",
+            "[store]\n",
+        ];
+        let accepted: Vec<String> = sections
+            .iter()
+            .filter_map(|section| {
+                let text = format!("{section}no_such_key = 1\n");
+                match load_text(&text, &[]) {
+                    Ok(_) => Some(text),
+                    Err(err) if err.to_string().contains("no_such_key") => None,
+                    Err(err) => Some(format!("{text}(refused for another reason: {err})")),
+                }
+            })
+            .collect();
+        assert!(
+            accepted.is_empty(),
+            "misspelt keys accepted in:\n{}",
+            accepted.join("\n")
+        );
     }
 
     #[test]
