@@ -538,6 +538,23 @@ mod tests {
     }
 
     #[test]
+    fn every_configuration_the_docs_show_is_read() {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+        let mut blocks = 0;
+        for name in ["config.md", "models.md"] {
+            let text = std::fs::read_to_string(docs.join(name)).unwrap();
+            for block in text.split("```toml\n").skip(1) {
+                let (toml, _) = block.split_once("```").unwrap();
+                if let Err(err) = Config::from_toml(toml, name) {
+                    panic!("{name}: {err}\n{toml}");
+                }
+                blocks += 1;
+            }
+        }
+        assert_eq!(blocks, 6, "a TOML block was added or lost");
+    }
+
+    #[test]
     fn a_misspelt_key_is_refused_in_every_section() {
         let sections = [
             "[clock]\nkind = \"system\"\n",
