@@ -95,6 +95,15 @@ pub enum Error {
         /// The offending value (truncated).
         value: String,
     },
+    /// A bare four-digit number: the reader means a year, the parser would read
+    /// milliseconds since the epoch.
+    #[error(
+        "ambiguous time {value:?}: four digits read as a year, not as milliseconds since the epoch; write the date ({value}-01-01) or the instant (RFC 3339)"
+    )]
+    AmbiguousTime {
+        /// The offending value.
+        value: String,
+    },
     /// An interval whose end is not after its start.
     #[error("invalid interval [{from}, {until}): the end must be after the start")]
     ReversedInterval {
@@ -119,6 +128,7 @@ impl Error {
         match self {
             Error::InvalidId { .. }
             | Error::InvalidTime { .. }
+            | Error::AmbiguousTime { .. }
             | Error::ReversedInterval { .. } => ErrorKind::InvalidInput,
             Error::ClockBackwards { .. } => ErrorKind::Conflict,
         }

@@ -37,10 +37,17 @@ impl Timestamp {
     }
 
     /// Parses an RFC 3339 instant (`2026-03-01T12:00:00Z`), a date (`2026-03-01`,
-    /// midnight UTC) or an integer number of milliseconds since the epoch.
+    /// midnight UTC) or an integer number of milliseconds since the epoch. Four bare
+    /// digits are refused: `2023` means a year to whoever wrote it, not 2.023 seconds
+    /// into 1970.
     pub fn parse(input: &str) -> Result<Self, Error> {
         let s = input.trim();
         if let Ok(millis) = s.parse::<i64>() {
+            if s.len() == 4 && s.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(Error::AmbiguousTime {
+                    value: s.to_owned(),
+                });
+            }
             return Ok(Timestamp(millis));
         }
         if let Ok(ts) = s.parse::<jiff::Timestamp>() {
@@ -257,7 +264,11 @@ mod tests {
             Timestamp::parse("2026-03-01").unwrap().as_millis(),
             ts.as_millis() - 12 * 3_600_000
         );
-        assert_eq!(Timestamp::parse("1500").unwrap(), t(1500));
+        assert_eq!(Timestamp::parse("150").unwrap(), t(150));
+        assert_eq!(Timestamp::parse("15000").unwrap(), t(15000));
+        let year = Timestamp::parse(" 2023 ").unwrap_err();
+        assert!(matches!(year, Error::AmbiguousTime { .. }));
+        assert!(year.to_string().contains("2023-01-01"), "{year}");
         assert!(matches!(
             Timestamp::parse("yesterday"),
             Err(Error::InvalidTime { .. })

@@ -340,7 +340,7 @@ fn timestamp<'de, D: Deserializer<'de>>(
         Text(String),
     }
     match Raw::deserialize(deserializer)? {
-        Raw::Millis(ms) => Ok(Timestamp::from_millis(ms)),
+        Raw::Millis(ms) => Timestamp::parse(&ms.to_string()).map_err(serde::de::Error::custom),
         Raw::Text(text) => Timestamp::parse(&text).map_err(serde::de::Error::custom),
     }
 }
