@@ -95,14 +95,16 @@ pub enum Error {
         /// The offending value (truncated).
         value: String,
     },
-    /// A bare four-digit number: the reader means a year, the parser would read
-    /// milliseconds since the epoch.
+    /// A bare number that reads as a date (`2023`, `20230508`) to whoever wrote it,
+    /// and as milliseconds since the epoch to the parser.
     #[error(
-        "ambiguous time {value:?}: four digits read as a year, not as milliseconds since the epoch; write the date ({value}-01-01) or the instant (RFC 3339)"
+        "ambiguous time {value:?}: it reads as a date, not as milliseconds since the epoch; write the date ({meant}) or the instant (RFC 3339)"
     )]
     AmbiguousTime {
         /// The offending value.
         value: String,
+        /// The date it reads as.
+        meant: String,
     },
     /// An interval whose end is not after its start.
     #[error("invalid interval [{from}, {until}): the end must be after the start")]

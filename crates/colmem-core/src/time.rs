@@ -37,15 +37,16 @@ impl Timestamp {
     }
 
     /// Parses an RFC 3339 instant (`2026-03-01T12:00:00Z`), a date (`2026-03-01`,
-    /// midnight UTC) or an integer number of milliseconds since the epoch. Four bare
-    /// digits are refused: `2023` means a year to whoever wrote it, not 2.023 seconds
-    /// into 1970.
+    /// midnight UTC) or an integer number of milliseconds since the epoch. A bare
+    /// number that reads as a date is refused: `2023` and `20230508` mean a year and a
+    /// day to whoever wrote them, not moments of 1 January 1970.
     pub fn parse(input: &str) -> Result<Self, Error> {
         let s = input.trim();
         if let Ok(millis) = s.parse::<i64>() {
-            if s.len() == 4 && s.bytes().all(|b| b.is_ascii_digit()) {
+            if let Some(meant) = read_as_date(s) {
                 return Err(Error::AmbiguousTime {
                     value: s.to_owned(),
+                    meant,
                 });
             }
             return Ok(Timestamp(millis));
@@ -61,6 +62,22 @@ impl Timestamp {
         Err(Error::InvalidTime {
             value: s.chars().take(64).collect(),
         })
+    }
+}
+
+/// The date a bare number reads as, if any: four digits are a year (`2023`), eight
+/// that make a calendar day are one (`20230508`).
+fn read_as_date(s: &str) -> Option<String> {
+    if !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    match s.len() {
+        4 => Some(format!("{s}-01-01")),
+        8 => {
+            let date = format!("{}-{}-{}", &s[..4], &s[4..6], &s[6..]);
+            date.parse::<jiff::civil::Date>().is_ok().then_some(date)
+        }
+        _ => None,
     }
 }
 
@@ -269,6 +286,10 @@ mod tests {
         let year = Timestamp::parse(" 2023 ").unwrap_err();
         assert!(matches!(year, Error::AmbiguousTime { .. }));
         assert!(year.to_string().contains("2023-01-01"), "{year}");
+        let day = Timestamp::parse("20230508").unwrap_err();
+        assert!(day.to_string().contains("2023-05-08"), "{day}");
+        // Eight digits that make no day are milliseconds.
+        assert_eq!(Timestamp::parse("20231399").unwrap(), t(20_231_399));
         assert!(matches!(
             Timestamp::parse("yesterday"),
             Err(Error::InvalidTime { .. })
