@@ -874,11 +874,29 @@ fn explain(cli: &Cli, party: &Party, fragment: &str, as_json: bool) -> Result<Ex
 
 fn export(cli: &Cli, output: Option<&Path>, vectors: bool) -> Result<ExitCode> {
     let memory = open_read_only(cli)?;
-    let sink: Box<dyn Write> = match output {
-        Some(path) => Box::new(
-            std::fs::File::create(path)
-                .map_err(|e| unavailable(format!("cannot create {}: {e}", path.display())))?,
-        ),
+    // A file is written beside its target and renamed onto it once complete: a failure
+    // part-way leaves no truncated export under the name, and nothing is overwritten.
+    let refuse_existing = |path: &Path| {
+        invalid(format!(
+            "{} exists; export never overwrites a file",
+            path.display()
+        ))
+    };
+    let file = match output {
+        Some(path) if path.exists() => return Err(refuse_existing(path)),
+        Some(path) => {
+            let dir = match path.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir,
+                _ => Path::new("."),
+            };
+            Some(tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+                unavailable(format!("cannot create a file in {}: {e}", dir.display()))
+            })?)
+        }
+        None => None,
+    };
+    let sink: Box<dyn Write> = match &file {
+        Some(file) => Box::new(file.as_file()),
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = BufWriter::new(sink);
@@ -915,7 +933,18 @@ fn export(cli: &Cli, output: Option<&Path>, vectors: bool) -> Result<ExitCode> {
         }
         return Err(unavailable(format!("cannot write the export: {e:#}")));
     }
-    if let Some(path) = output {
+    drop(out);
+    if let (Some(file), Some(path)) = (file, output) {
+        file.as_file()
+            .sync_all()
+            .map_err(|e| unavailable(format!("cannot write the export: {e}")))?;
+        file.persist_noclobber(path).map_err(|e| {
+            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                refuse_existing(path)
+            } else {
+                unavailable(format!("cannot write {}: {}", path.display(), e.error))
+            }
+        })?;
         eprintln!("exported {count} fragment(s) to {}", path.display());
     }
     Ok(ExitCode::SUCCESS)

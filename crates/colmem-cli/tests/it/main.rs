@@ -549,6 +549,16 @@ fn export_writes_every_fragment_as_json_lines_and_backup_copies_the_store() {
     let nowhere = env.path("no-such-dir").join("export.jsonl");
     let err = env.fails(&["export", "--output", nowhere.to_str().unwrap()], 8);
     assert!(err.contains("cannot create"), "{err}");
+    // An export never overwrites (3), and leaves nothing of itself beside the file.
+    let err = env.fails(&["export", "--output", file.to_str().unwrap()], 3);
+    assert!(err.contains("never overwrites"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    let beside: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|name| name.to_string_lossy().starts_with(".tmp"))
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
 
     let copy = env.path("copy");
     std::fs::create_dir(&copy).unwrap();
