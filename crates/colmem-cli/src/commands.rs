@@ -785,7 +785,7 @@ fn reindex(cli: &Cli) -> Result<ExitCode> {
     bar.finish_and_clear();
     say!(
         "reindexed with {}: {} fragment(s) examined, {} re-embedded, {} indexed",
-        memory.embedder().id(),
+        report.embedder,
         report.examined,
         report.reembedded,
         report.catch_up.indexed

@@ -38,6 +38,78 @@ pub enum Access {
     ReadOnly,
 }
 
+/// What only a writable memory carries: the models and what is built on them.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pub(crate) index: Arc<HybridIndex>,
+    pub(crate) embedder: Arc<dyn Embedder>,
+    pub(crate) pipeline: Pipeline,
+    pub(crate) cards: CardBank,
+}
+
+impl Engine {
+    /// Builds the models `config` names and opens the index in `dir`, catching up
+    /// from the store's change feed.
+    fn open(dir: &Path, config: &Config, store: &Arc<SqliteStore>) -> Result<(Engine, OpenReport)> {
+        let embedder = embedder(&config.embedder)?;
+        let vector: Arc<dyn VectorIndex> =
+            Arc::new(HnswIndex::new(embedder.dim(), HnswConfig::default())?);
+        let lexical: Arc<dyn LexicalIndex> = Arc::new(TantivyBm25::new()?);
+        let hybrid = HybridConfig {
+            planner: config.index.planner(),
+            fusion: config.index.fusion(),
+            embedder: Some(embedder.id().to_owned()),
+        };
+        let (index, report) = HybridIndex::open(
+            &dir.join(INDEX_DIR),
+            vector,
+            Some(lexical),
+            hybrid,
+            store.as_ref(),
+        )?;
+        let index = Arc::new(index);
+        let (roles, card_roles) = match &config.chat {
+            None => (
+                Roles::offline_with(config.constructor, config.retriever),
+                colmem_cards::Roles::offline(),
+            ),
+            Some(chat) => {
+                let model: Arc<dyn ChatModel> = Arc::new(OpenAiChat::new(chat.clone())?);
+                (
+                    Roles::llm(
+                        model.clone(),
+                        config.roles,
+                        config.constructor,
+                        config.retriever,
+                    )?,
+                    colmem_cards::llm::roles(model),
+                )
+            }
+        };
+        let pipeline = Pipeline::new(
+            store.clone(),
+            index.clone(),
+            embedder.clone(),
+            roles,
+            config.pipeline,
+        );
+        let cards = CardBank::new(
+            store.clone(),
+            embedder.clone(),
+            Arc::new(ApproxTokenCounter),
+            card_roles,
+            config.cards,
+        )?;
+        let engine = Engine {
+            index,
+            embedder,
+            pipeline,
+            cards,
+        };
+        Ok((engine, report))
+    }
+}
+
 /// An open data directory. See the [crate docs](crate).
 #[derive(Debug)]
 pub struct Memory {
@@ -46,14 +118,12 @@ pub struct Memory {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) logical: Option<Arc<LogicalClock>>,
     pub(crate) store: Arc<SqliteStore>,
-    pub(crate) index: Arc<HybridIndex>,
-    pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) graph: RwLock<AccessGraph>,
     pub(crate) system: SystemPolicy,
     pub(crate) write_policies: WritePolicySet,
     pub(crate) access: Access,
-    pub(crate) pipeline: Pipeline,
-    pub(crate) cards: CardBank,
+    /// `None` when opened read-only: audits, exports and backups build no model.
+    engine: Option<Engine>,
     report: OpenReport,
     _lock: Option<DirLock>,
 }
@@ -82,8 +152,10 @@ impl Memory {
 
     /// Opens an existing data directory for reading only, without the writer lock,
     /// so a writer may hold the directory meanwhile: for audits, explanations,
-    /// exports and backups. The store is opened read-only and the indexes are not
-    /// loaded; sessions cannot be opened on it (a read is audited, which writes).
+    /// exports and backups. The store is opened read-only; no index is loaded and no
+    /// model is built (an audit needs neither an API key nor model files), so
+    /// [`Memory::index`] and [`Memory::embedder`] are `None`. Sessions cannot be
+    /// opened on it (a read is audited, which writes).
     pub fn open_read_only(dir: impl AsRef<Path>, config: Config) -> Result<Memory> {
         let dir = dir.as_ref();
         if !Memory::exists(dir) {
@@ -134,27 +206,20 @@ impl Memory {
             }
         }
         let graph = AccessGraph::from_events(&events)?;
-        let embedder = embedder(&config.embedder)?;
-        let vector: Arc<dyn VectorIndex> =
-            Arc::new(HnswIndex::new(embedder.dim(), HnswConfig::default())?);
-        let lexical: Arc<dyn LexicalIndex> = Arc::new(TantivyBm25::new()?);
-        let hybrid = HybridConfig {
-            planner: config.index.planner(),
-            fusion: config.index.fusion(),
-            embedder: Some(embedder.id().to_owned()),
+        let system = SystemPolicy {
+            global_writers: config.policy.global_writers.clone(),
         };
-        let (index, report) = match access {
-            Access::ReadWrite => HybridIndex::open(
-                &dir.join(INDEX_DIR),
-                vector,
-                Some(lexical),
-                hybrid,
-                store.as_ref(),
-            )?,
-            // Sessions need a writable memory, so a read-only one never searches:
-            // its index stays empty instead of being rebuilt in memory.
+        let write_policies = WritePolicySet::new(config.policy.write.clone())?;
+        let (engine, report) = match access {
+            Access::ReadWrite => {
+                let (engine, report) = Engine::open(dir, &config, &store)?;
+                (Some(engine), report)
+            }
+            // Sessions need a writable memory, so a read-only one never searches nor
+            // calls a model: none is built (a missing API key or model directory does
+            // not stop an audit), and the index is not loaded.
             Access::ReadOnly => (
-                HybridIndex::new(vector, Some(lexical), hybrid),
+                None,
                 OpenReport {
                     restored: false,
                     rebuild_reason: Some("opened read-only: the index is not loaded".to_owned()),
@@ -162,57 +227,17 @@ impl Memory {
                 },
             ),
         };
-        let index = Arc::new(index);
-        let system = SystemPolicy {
-            global_writers: config.policy.global_writers.clone(),
-        };
-        let write_policies = WritePolicySet::new(config.policy.write.clone())?;
-        let (roles, card_roles) = match &config.chat {
-            None => (
-                Roles::offline_with(config.constructor, config.retriever),
-                colmem_cards::Roles::offline(),
-            ),
-            Some(chat) => {
-                let model: Arc<dyn ChatModel> = Arc::new(OpenAiChat::new(chat.clone())?);
-                (
-                    Roles::llm(
-                        model.clone(),
-                        config.roles,
-                        config.constructor,
-                        config.retriever,
-                    )?,
-                    colmem_cards::llm::roles(model),
-                )
-            }
-        };
-        let pipeline = Pipeline::new(
-            store.clone(),
-            index.clone(),
-            embedder.clone(),
-            roles,
-            config.pipeline,
-        );
-        let cards = CardBank::new(
-            store.clone(),
-            embedder.clone(),
-            Arc::new(ApproxTokenCounter),
-            card_roles,
-            config.cards,
-        )?;
         Ok(Memory {
             dir: dir.to_path_buf(),
             config,
             clock,
             logical,
             store,
-            index,
-            embedder,
             graph: RwLock::new(graph),
             system,
             write_policies,
             access,
-            pipeline,
-            cards,
+            engine,
             report,
             _lock: lock,
         })
@@ -249,14 +274,14 @@ impl Memory {
         &self.store
     }
 
-    /// The hybrid index.
-    pub fn index(&self) -> &Arc<HybridIndex> {
-        &self.index
+    /// The hybrid index; `None` when opened read-only.
+    pub fn index(&self) -> Option<&Arc<HybridIndex>> {
+        self.engine.as_ref().map(|e| &e.index)
     }
 
-    /// The embedder.
-    pub fn embedder(&self) -> &Arc<dyn Embedder> {
-        &self.embedder
+    /// The embedder; `None` when opened read-only.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.engine.as_ref().map(|e| &e.embedder)
     }
 
     /// What opening the index did (restored or rebuilt, and why; vectors skipped
@@ -294,10 +319,12 @@ impl Memory {
     }
 
     pub(crate) fn writable(&self) -> Result<()> {
-        match self.access {
-            Access::ReadWrite => Ok(()),
-            Access::ReadOnly => Err(Error::ReadOnly),
-        }
+        self.engine().map(|_| ())
+    }
+
+    /// The models and what is built on them: a writable memory's.
+    pub(crate) fn engine(&self) -> Result<&Engine> {
+        self.engine.as_ref().ok_or(Error::ReadOnly)
     }
 
     /// Refuses names that were never registered, with an error that says so.
@@ -325,9 +352,9 @@ impl Memory {
     /// Writes the index snapshot and checkpoints the store, so the next open
     /// restores instead of catching up. Also done on drop, best effort.
     pub fn flush(&self) -> Result<()> {
-        self.writable()?;
-        self.index.catch_up(self.store.as_ref())?;
-        self.index.persist()?;
+        let engine = self.engine()?;
+        engine.index.catch_up(self.store.as_ref())?;
+        engine.index.persist()?;
         self.store.checkpoint()?;
         Ok(())
     }
@@ -335,9 +362,9 @@ impl Memory {
 
 impl Drop for Memory {
     fn drop(&mut self) {
-        if self.access == Access::ReadWrite {
+        if let Some(engine) = &self.engine {
             // Best effort: a lost snapshot only costs a catch-up on the next open.
-            let _ = self.index.persist();
+            let _ = engine.index.persist();
         }
     }
 }

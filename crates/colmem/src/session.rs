@@ -103,6 +103,7 @@ impl<'m> Session<'m> {
         self.with_caller(|caller| {
             Ok(self
                 .memory
+                .engine()?
                 .pipeline
                 .remember_keyed(caller, turn, idempotency_key)?)
         })
@@ -120,6 +121,7 @@ impl<'m> Session<'m> {
         self.with_caller(|caller| {
             Ok(self
                 .memory
+                .engine()?
                 .pipeline
                 .write_drafts(caller, drafts, idempotency_key)?)
         })
@@ -162,7 +164,13 @@ impl<'m> Session<'m> {
     /// Closes the open episode of conversation session `session`, writing its
     /// summary; `None` if no turns were pending.
     pub fn close_episode(&self, session: &str) -> Result<Option<FragmentId>> {
-        self.with_caller(|caller| Ok(self.memory.pipeline.close_episode(caller, session)?))
+        self.with_caller(|caller| {
+            Ok(self
+                .memory
+                .engine()?
+                .pipeline
+                .close_episode(caller, session)?)
+        })
     }
 
     /// Deletes this session's fragments older than the configured retention
@@ -170,7 +178,7 @@ impl<'m> Session<'m> {
     /// retention. Returns what was deleted, and what the delete rule kept because
     /// this session's agent may not write its scope.
     pub fn enforce_retention(&self) -> Result<Deletion> {
-        self.with_caller(|caller| Ok(self.memory.pipeline.enforce_retention(caller)?))
+        self.with_caller(|caller| Ok(self.memory.engine()?.pipeline.enforce_retention(caller)?))
     }
 
     /// Recalls what this session may see about `query` (retrieval-only mode). A
@@ -179,7 +187,11 @@ impl<'m> Session<'m> {
     /// with the ids it returned.
     pub fn recall(&self, query: &str, options: &RecallOptions) -> Result<Recall> {
         self.with_caller(|caller| {
-            let mut recall = self.memory.pipeline.recall(caller, query, options)?;
+            let mut recall = self
+                .memory
+                .engine()?
+                .pipeline
+                .recall(caller, query, options)?;
             recall.hits = self.shown(recall.hits)?;
             self.audit_read(&recall)?;
             Ok(recall)
@@ -189,7 +201,11 @@ impl<'m> Session<'m> {
     /// Full mode: recall, then answer from the evidence (offline: the best span).
     pub fn answer(&self, query: &str, options: &RecallOptions) -> Result<Answered> {
         self.with_caller(|caller| {
-            let mut answered = self.memory.pipeline.answer(caller, query, options)?;
+            let mut answered = self
+                .memory
+                .engine()?
+                .pipeline
+                .answer(caller, query, options)?;
             answered.recall.hits = self.shown(answered.recall.hits)?;
             self.audit_read(&answered.recall)?;
             Ok(answered)
@@ -203,6 +219,7 @@ impl<'m> Session<'m> {
         self.with_caller(|caller| {
             Ok(self
                 .memory
+                .engine()?
                 .cards
                 .compose(caller.filter(), task, &Budget::new(budget))?)
         })
@@ -225,7 +242,7 @@ impl<'m> Session<'m> {
             system: &self.memory.system,
             scope,
         };
-        Ok(self.memory.cards.learn(&writer, trajectories)?)
+        Ok(self.memory.engine()?.cards.learn(&writer, trajectories)?)
     }
 
     fn shown(&self, hits: Vec<Recalled>) -> Result<Vec<Recalled>> {

@@ -17,8 +17,10 @@ const FEED_BATCH: usize = 4096;
 const LOAD_BATCH: usize = 256;
 
 /// What [`Memory::reindex`] did.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ReindexReport {
+    /// The id of the embedder the vectors now come from.
+    pub embedder: String,
     /// Live fragments looked at.
     pub examined: u64,
     /// Fragments whose vectors were recomputed with the current embedder.
@@ -82,10 +84,10 @@ impl Memory {
     /// per batch), then lets the index catch up and persists it. `progress` is
     /// called with `(done, total)` after each batch.
     pub fn reindex(&self, mut progress: impl FnMut(u64, u64)) -> Result<ReindexReport> {
-        self.writable()?;
+        let engine = self.engine()?;
         let ids = self.fragment_ids()?;
         let total = ids.len() as u64;
-        let current = self.embedder.id().to_owned();
+        let current = engine.embedder.id().to_owned();
         let mut done = 0;
         let mut reembedded = 0;
         progress(0, total);
@@ -99,7 +101,7 @@ impl Memory {
                 .collect();
             if !stale.is_empty() {
                 let texts: Vec<&str> = stale.iter().map(|s| s.fragment.content.as_str()).collect();
-                let vectors = self.embedder.embed(&texts)?;
+                let vectors = engine.embedder.embed(&texts)?;
                 let items: Vec<(FragmentId, Embedding)> = stale
                     .iter()
                     .zip(vectors)
@@ -118,9 +120,10 @@ impl Memory {
             done += chunk.len() as u64;
             progress(done, total);
         }
-        let catch_up = self.index.catch_up(self.store.as_ref())?;
-        self.index.persist()?;
+        let catch_up = engine.index.catch_up(self.store.as_ref())?;
+        engine.index.persist()?;
         Ok(ReindexReport {
+            embedder: current,
             examined: total,
             reembedded,
             catch_up,

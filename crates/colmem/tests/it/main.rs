@@ -234,6 +234,25 @@ fn the_directory_has_one_writer_and_reopening_restores_everything() {
         reader.session(user("alice"), agent("planner")),
         Err(Error::ReadOnly)
     ));
+    assert!(reader.embedder().is_none() && reader.index().is_none());
+    drop(reader);
+    // A reader builds no model: an audit needs neither the API key nor the model
+    // files that writing does.
+    let models = Config::from_toml(
+        &format!(
+            "[clock]\nkind = \"logical\"\nstart = \"{START}\"\n\
+             [chat]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n\
+             api_key_env = \"COLMEM_TEST_SURELY_UNSET_KEY\"\n\
+             [embedder]\nkind = \"local\"\ndir = \"no/such/model\"\n"
+        ),
+        "test",
+    )
+    .unwrap();
+    let reader = Memory::open_read_only(dir.path(), models).unwrap();
+    assert!(matches!(
+        reader.admin().audit_verify().unwrap(),
+        AuditStatus::Intact { .. }
+    ));
     drop(reader);
     memory.flush().unwrap();
     drop(memory);
