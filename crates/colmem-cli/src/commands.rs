@@ -795,8 +795,7 @@ fn reindex(cli: &Cli) -> Result<ExitCode> {
 
 fn retention(cli: &Cli, party: &Party, as_json: bool) -> Result<ExitCode> {
     let memory = open(cli)?;
-    let config = config(cli)?;
-    let Some(limit) = config.pipeline.retention_ms else {
+    let Some(limit) = memory.config().pipeline.retention_ms else {
         return Err(invalid(
             "no retention is configured: set [pipeline] retention_ms (see docs/config.md)",
         ));
