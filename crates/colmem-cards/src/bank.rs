@@ -336,12 +336,18 @@ impl CardBank {
                 report.refused += 1;
                 continue;
             }
+            // A merged card keeps its parent's scope and closes the parent: only a
+            // card this writer may derive from in that scope is merged into (an agent
+            // outside the global writers writes a new card beside a Global one rather
+            // than closing it for everyone), and only one of the scope asked for.
             let target = cards
                 .iter()
                 .filter(|c| {
                     c.fields.sign == draft.fields.sign
                         && c.fragment.provenance.user == writer.ctx.user()
                         && c.directives() == directives
+                        && writer.scope.is_none_or(|s| s == c.fragment.scope)
+                        && self.authorize(writer, &draft, 0.0, round, Some(c)).is_ok()
                 })
                 .map(|c| (c, cosine(&vector, &c.embedding)))
                 .filter(|(_, sim)| *sim >= self.config.write.merge_similarity)
@@ -399,22 +405,7 @@ impl CardBank {
         vector: Vec<f32>,
         parent: Option<&Card>,
     ) -> Result<FragmentId> {
-        let mut request = Draft::new(content(&draft.fields), Granularity::Card, Kind::Observation);
-        request.key = Some(format!("card/{}", draft.fields.sign.as_str()));
-        request.scope = writer.scope;
-        request.source.turns = draft.sources.clone();
-        request.keywords = stored_keywords(&draft.triggers, credibility, round);
-        let mut fragment = match parent {
-            Some(p) => writer.graph.authorize_derived(
-                &writer.ctx,
-                &[&p.fragment],
-                request,
-                writer.system,
-            )?,
-            None => writer
-                .graph
-                .authorize_write(&writer.ctx, request, writer.system)?,
-        };
+        let mut fragment = self.authorize(writer, draft, credibility, round, parent)?;
         fragment.embedding = Some(Embedding {
             embedder: self.embedder.id().to_owned(),
             vector,
@@ -430,6 +421,36 @@ impl CardBank {
             Error::Invariant(
                 "the store wrote a card but returned no id; check the store backend".to_owned(),
             )
+        })
+    }
+
+    /// The card `writer` would write for `draft`, through the write rule: a new card in
+    /// the writer's scope, or one derived from `parent` in the parent's scope.
+    fn authorize(
+        &self,
+        writer: &Writer<'_>,
+        draft: &CardDraft,
+        credibility: f32,
+        round: u32,
+        parent: Option<&Card>,
+    ) -> Result<colmem_core::NewFragment> {
+        let mut request = Draft::new(content(&draft.fields), Granularity::Card, Kind::Observation);
+        request.key = Some(format!("card/{}", draft.fields.sign.as_str()));
+        request.source.turns = draft.sources.clone();
+        request.keywords = stored_keywords(&draft.triggers, credibility, round);
+        Ok(match parent {
+            Some(p) => writer.graph.authorize_derived(
+                &writer.ctx,
+                &[&p.fragment],
+                request,
+                writer.system,
+            )?,
+            None => {
+                request.scope = writer.scope;
+                writer
+                    .graph
+                    .authorize_write(&writer.ctx, request, writer.system)?
+            }
         })
     }
 

@@ -1,8 +1,9 @@
 //! The bank end to end over SQLite: learning changes later compositions, merges stay
 //! bounded, uninformative failures teach nothing, and reads follow time.
 
+use colmem_access::SystemPolicy;
 use colmem_cards::{BankConfig, Budget, CardBounds, Form, TaskContext};
-use colmem_core::CardSign;
+use colmem_core::{AgentId, CardSign, Scope};
 
 use crate::{World, trajectory};
 
@@ -226,4 +227,40 @@ fn sections_follow_the_needs_and_the_role_split() {
     assert_eq!(split.cards[0].form, Form::Compact);
     assert!(!split.text.contains("## Evaluator"));
     assert!(split.text.contains("## Executor"));
+}
+
+#[test]
+fn a_writer_outside_the_global_writers_never_closes_a_global_card() {
+    let mut world = World::new(BankConfig::default());
+    let plain = AgentId::new("plain-agent").unwrap();
+    world.add_agent(plain);
+    world.system = SystemPolicy {
+        global_writers: [world.agent].into(),
+    };
+    let failure = |id: &str| trajectory(id, CRATES, "floor", "ceil", false);
+    let global = world
+        .learn_as(world.agent, Some(Scope::Global), &[failure("t1")])
+        .written[0];
+    // The same lesson through an agent that may not write Global: a card of its own.
+    let report = world.learn_as(plain, Some(Scope::User), &[failure("t2")]);
+    assert_eq!((report.merged, report.written.len()), (0, 1));
+    let filter = world.graph.compile(&world.ctx()).unwrap();
+    let cards = world.bank.visible_cards(&filter).unwrap();
+    assert!(
+        cards
+            .iter()
+            .any(|c| c.id == global && c.fragment.scope == Scope::Global),
+        "the Global card was closed"
+    );
+    // A global writer merges the same lesson into it, and the merge stays Global.
+    let report = world.learn_as(world.agent, Some(Scope::Global), &[failure("t3")]);
+    assert_eq!(report.merged, 1);
+    let filter = world.graph.compile(&world.ctx()).unwrap();
+    let merged = world.bank.visible_cards(&filter).unwrap();
+    assert!(merged.iter().all(|c| c.id != global));
+    assert!(
+        merged
+            .iter()
+            .any(|c| report.written.contains(&c.id) && c.fragment.scope == Scope::Global)
+    );
 }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use colmem_access::{AccessGraph, Context, SystemPolicy};
 use colmem_cards::{BankConfig, CardBank, Decision, Outcome, Roles, Step, Trajectory};
 use colmem_core::{
-    AccessChange, AccessEvent, AgentId, Clock, Edge, LogicalClock, Principal, Timestamp, UserId,
+    AccessChange, AccessEvent, AgentId, Clock, Edge, LogicalClock, Principal, Scope, Timestamp,
+    UserId,
 };
 use colmem_llm::{ApproxTokenCounter, OfflineConfig, OfflineEmbedder};
 use colmem_store::{SqliteStore, StoreConfig};
@@ -94,16 +95,49 @@ impl World {
     }
 
     pub fn learn(&self, trajectories: &[Trajectory]) -> colmem_cards::LearnReport {
+        self.learn_as(self.agent, None, trajectories)
+    }
+
+    /// Learns through `agent` (one the user may invoke) into `scope`.
+    pub fn learn_as(
+        &self,
+        agent: AgentId,
+        scope: Option<Scope>,
+        trajectories: &[Trajectory],
+    ) -> colmem_cards::LearnReport {
         self.clock.advance(10);
         let writer = colmem_cards::Writer {
             graph: &self.graph,
-            ctx: self.ctx(),
+            ctx: Context::new(self.user, agent, self.clock.as_ref()),
             system: &self.system,
-            scope: None,
+            scope,
         };
         let report = self.bank.learn(&writer, trajectories).unwrap();
         self.clock.advance(10);
         report
+    }
+
+    /// Registers `agent` and lets the user invoke it.
+    pub fn add_agent(&mut self, agent: AgentId) {
+        for change in [
+            AccessChange::Register {
+                principal: Principal::Agent(agent),
+            },
+            AccessChange::Grant {
+                edge: Edge::Invoke {
+                    user: self.user,
+                    agent,
+                },
+                until: None,
+            },
+        ] {
+            self.graph
+                .apply(AccessEvent {
+                    at: self.clock.now(),
+                    change,
+                })
+                .unwrap();
+        }
     }
 }
 
