@@ -101,6 +101,35 @@ pub struct WriteConfig {
     pub recency_half_life: f32,
 }
 
+impl WriteConfig {
+    /// Refuses settings outside their ranges (a number that is not one included).
+    pub fn validate(&self) -> Result<()> {
+        let a = &self.admission;
+        if [a.reliability, a.novelty, a.recency, a.utility]
+            .iter()
+            .any(|w| !(0.0..=1.0).contains(w))
+        {
+            return Err(Error::Config(
+                "admission weights must lie in [0, 1]".to_owned(),
+            ));
+        }
+        for (name, value) in [
+            ("admission threshold", a.threshold),
+            ("merge_similarity", self.merge_similarity),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(Error::Config(format!("{name} must lie in [0, 1]")));
+            }
+        }
+        if !(self.recency_half_life > 0.0 && self.recency_half_life.is_finite()) {
+            return Err(Error::Config(
+                "recency_half_life must be a positive number".to_owned(),
+            ));
+        }
+        self.bounds.validate()
+    }
+}
+
 impl Default for WriteConfig {
     fn default() -> Self {
         WriteConfig {
@@ -185,20 +214,7 @@ impl CardBank {
         config: BankConfig,
     ) -> Result<Self> {
         config.read.validate()?;
-        let a = &config.write.admission;
-        if [a.reliability, a.novelty, a.recency, a.utility]
-            .iter()
-            .any(|w| !(0.0..=1.0).contains(w))
-        {
-            return Err(Error::Config(
-                "admission weights must lie in [0, 1]".to_owned(),
-            ));
-        }
-        if config.write.recency_half_life <= 0.0 {
-            return Err(Error::Config(
-                "recency_half_life must be positive".to_owned(),
-            ));
-        }
+        config.write.validate()?;
         Ok(CardBank {
             store,
             embedder,
@@ -284,6 +300,18 @@ impl CardBank {
             .graph
             .compile(&writer.ctx)
             .map_err(|f| Error::Access(f.into()))?;
+        // A score outside [0, 1] (or not a number) would reach a card's credibility
+        // and make it unreadable: the trajectories are checked before anything is
+        // written.
+        if let Some(t) = trajectories
+            .iter()
+            .find(|t| !(0.0..=1.0).contains(&t.outcome.score))
+        {
+            return Err(Error::Trajectory {
+                id: t.id.clone(),
+                reason: format!("score {} is not in [0, 1]", t.outcome.score),
+            });
+        }
         let round = trajectories.iter().map(|t| t.round).max().unwrap_or(0);
         let mut report = LearnReport::default();
         let mut candidates: Vec<(CardDraft, u32)> = Vec::new();
@@ -332,7 +360,8 @@ impl CardBank {
                 + a.novelty * novelty
                 + a.recency * recency
                 + a.utility * assessment.utility;
-            if score < a.threshold {
+            // `!(≥)`: a score that is not a number is not admitted.
+            if !(score >= a.threshold) {
                 report.refused += 1;
                 continue;
             }
@@ -434,6 +463,11 @@ impl CardBank {
         round: u32,
         parent: Option<&Card>,
     ) -> Result<colmem_core::NewFragment> {
+        if !credibility.is_finite() {
+            return Err(Error::Invariant(format!(
+                "a card's credibility must be a number, not {credibility}"
+            )));
+        }
         let mut request = Draft::new(content(&draft.fields), Granularity::Card, Kind::Observation);
         request.key = Some(format!("card/{}", draft.fields.sign.as_str()));
         request.source.turns = draft.sources.clone();

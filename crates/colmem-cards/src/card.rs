@@ -186,7 +186,17 @@ impl Default for CardBounds {
 impl CardBounds {
     /// The longest a bounded card can be, in characters of its sections.
     pub fn max_length(&self) -> usize {
-        6 * self.section_chars
+        self.section_chars.saturating_mul(6)
+    }
+
+    /// Refuses bounds a card cannot keep: a section of no character ("…" is one).
+    pub fn validate(&self) -> crate::Result<()> {
+        if self.section_chars == 0 {
+            return Err(crate::Error::Config(
+                "bounds.section_chars must be at least 1".to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// Clips a draft to the bounds.

@@ -47,6 +47,14 @@ pub enum Error {
     /// A configuration value is out of range.
     #[error("card configuration: {0}")]
     Config(String),
+    /// A trajectory given to learn from is malformed.
+    #[error("trajectory {id:?}: {reason}")]
+    Trajectory {
+        /// The trajectory's id.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -58,7 +66,7 @@ impl Error {
             Error::Model { source, .. } | Error::Embed(source) => source.kind(),
             Error::InvalidAnswer { .. } => ErrorKind::Unavailable,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
-            Error::Config(_) => ErrorKind::InvalidInput,
+            Error::Config(_) | Error::Trajectory { .. } => ErrorKind::InvalidInput,
             Error::Invariant(_) => ErrorKind::Internal,
         }
     }

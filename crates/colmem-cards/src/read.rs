@@ -215,13 +215,23 @@ impl ReadConfig {
         if weights.iter().any(|x| !(0.0..=1.0).contains(x)) {
             return Err(Error::Config("score weights must lie in [0, 1]".to_owned()));
         }
-        if !(0.0..=1.0).contains(&self.mmr_lambda) {
-            return Err(Error::Config("mmr_lambda must lie in [0, 1]".to_owned()));
+        for (name, value) in [
+            ("mmr_lambda", self.mmr_lambda),
+            ("min_score", self.min_score),
+            ("duplicate_similarity", self.duplicate_similarity),
+            ("section_need", self.section_need),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(Error::Config(format!("{name} must lie in [0, 1]")));
+            }
         }
-        if self.recency_half_life <= 0.0 {
+        if !(self.recency_half_life > 0.0 && self.recency_half_life.is_finite()) {
             return Err(Error::Config(
-                "recency_half_life must be positive".to_owned(),
+                "recency_half_life must be a positive number".to_owned(),
             ));
+        }
+        if self.compact_chars == 0 {
+            return Err(Error::Config("compact_chars must be at least 1".to_owned()));
         }
         Ok(())
     }

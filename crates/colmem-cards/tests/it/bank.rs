@@ -2,7 +2,9 @@
 //! bounded, uninformative failures teach nothing, and reads follow time.
 
 use colmem_access::SystemPolicy;
-use colmem_cards::{BankConfig, Budget, CardBounds, Form, TaskContext};
+use colmem_cards::{
+    BankConfig, Budget, CardBounds, Error, Form, ReadConfig, TaskContext, WriteConfig,
+};
 use colmem_core::{AgentId, CardSign, Scope};
 
 use crate::{World, trajectory};
@@ -263,4 +265,35 @@ fn a_writer_outside_the_global_writers_never_closes_a_global_card() {
             .iter()
             .any(|c| report.written.contains(&c.id) && c.fragment.scope == Scope::Global)
     );
+}
+
+#[test]
+fn a_score_or_a_setting_that_is_not_a_number_is_refused() {
+    let world = World::new(BankConfig::default());
+    for score in [f32::NAN, f32::INFINITY, -0.5, 1.5] {
+        let mut t = trajectory("t1", CRATES, "floor", "ceil", true);
+        t.outcome.score = score;
+        let err = world.try_learn_as(world.agent, None, &[t]).unwrap_err();
+        assert!(matches!(err, Error::Trajectory { .. }), "{score}: {err}");
+    }
+    let filter = world.graph.compile(&world.ctx()).unwrap();
+    assert!(world.bank.visible_cards(&filter).unwrap().is_empty());
+
+    let read = ReadConfig {
+        recency_half_life: f32::NAN,
+        ..ReadConfig::default()
+    };
+    assert!(read.validate().is_err());
+    let read = ReadConfig {
+        min_score: f32::NAN,
+        ..ReadConfig::default()
+    };
+    assert!(read.validate().is_err());
+    let mut write = WriteConfig::default();
+    write.admission.threshold = f32::NAN;
+    assert!(write.validate().is_err());
+    let mut write = WriteConfig::default();
+    write.bounds.section_chars = 0;
+    assert!(write.validate().is_err());
+    assert!(WriteConfig::default().validate().is_ok() && ReadConfig::default().validate().is_ok());
 }

@@ -105,6 +105,16 @@ impl World {
         scope: Option<Scope>,
         trajectories: &[Trajectory],
     ) -> colmem_cards::LearnReport {
+        self.try_learn_as(agent, scope, trajectories).unwrap()
+    }
+
+    /// [`World::learn_as`], with the bank's error.
+    pub fn try_learn_as(
+        &self,
+        agent: AgentId,
+        scope: Option<Scope>,
+        trajectories: &[Trajectory],
+    ) -> colmem_cards::Result<colmem_cards::LearnReport> {
         self.clock.advance(10);
         let writer = colmem_cards::Writer {
             graph: &self.graph,
@@ -112,7 +122,7 @@ impl World {
             system: &self.system,
             scope,
         };
-        let report = self.bank.learn(&writer, trajectories).unwrap();
+        let report = self.bank.learn(&writer, trajectories);
         self.clock.advance(10);
         report
     }
