@@ -414,7 +414,9 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
             "intolerance",
         ],
     ),
-    // A blood type or pressure.
+    // Blood pressure comes first: "my blood pressure" is no blood type.
+    ("pressure", &["pressure", "hypertension"]),
+    // A blood type.
     ("blood", &["blood"]),
     (
         "diagnosis",
@@ -898,6 +900,7 @@ const WEAK_CHANGE_CUES: &[&str] = &[
 /// Attributes with one value at a time: a new home, employer or phone takes the old
 /// one's place, where a new hobby, dish or gadget usually joins the others.
 const SINGLE_VALUED: &[&str] = &[
+    "blood",
     "home",
     "work",
     "phone",

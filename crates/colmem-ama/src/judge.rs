@@ -269,6 +269,11 @@ impl Judge for OfflineJudge {
             .speaker
             .as_deref()
             .is_some_and(|speaker| of_kin_alone(&new.content, speaker));
+        // "Joe read our chat: he's a dental hygienist" is not the speaker's own job.
+        let opens_with_kin = new.speaker.as_deref().is_some_and(|speaker| {
+            held.iter()
+                .any(|f| opens_with_kin_named_in(&new.content, &f.content, speaker))
+        });
         let mut out = Vec::new();
         for f in held
             .iter()
@@ -283,6 +288,10 @@ impl Judge for OfflineJudge {
                 && new.speaker.as_deref().is_some_and(|speaker| {
                     opens_with_kin_named_in(&new.content, &f.content, speaker)
                 });
+            let speakers_own = f.key.as_deref().is_some_and(|k| k.split('/').count() == 2);
+            if opens_with_kin && speakers_own && !of_named_kin {
+                continue;
+            }
             let same_key = new.key.is_some() && (f.key == new.key || of_named_kin);
             // Different people (`dana/…` and `dana/brother/…`) never replace each
             // other's facts; the attribute may differ, as the lexicon is coarse.
@@ -332,9 +341,12 @@ impl Judge for OfflineJudge {
                 // favourite cuisine now"); "Harry Potter is Tim's favorite book" does not
                 // close "Tim has a collection of books".
                 let cue = if new_values.is_empty() {
-                    // Or a turn that sets right what was said of the same attribute:
-                    // "they say I'm A negative. I had it wrong for years".
-                    says_the_old_state_ended(&own) || (corrected && same_key)
+                    // Or, for an attribute of one value, a turn that sets right what
+                    // was said of it: "they say I'm A negative. I had it wrong for
+                    // years". What is said to be had as well adds to it ("like I told
+                    // you, I'm allergic to cats too").
+                    !adds(&own)
+                        && (says_the_old_state_ended(&own) || (corrected && same_key && one_value))
                 } else {
                     strong || (one_value && sets_present_against_past(&new.content))
                 };
@@ -389,22 +401,33 @@ impl Judge for OfflineJudge {
     }
 }
 
+/// Whether a statement says what it tells is had as well: "too", "also", "as well".
+fn adds(statement: &str) -> bool {
+    let ws = words(statement);
+    ws.iter().any(|w| matches!(w.as_str(), "too" | "also"))
+        || ws.windows(2).any(|w| w[0] == "as" && w[1] == "well")
+}
+
 /// Whether `statement` opens with the name of someone `held` introduces as the
 /// speaker's kin: "Joe read our chat …" after "Megan's husband Joe is a dentist".
+/// A possessive opening ("Joe's new clinic") names him too; "Dana Smith's husband
+/// Joe" is the speaker's by her first name.
 fn opens_with_kin_named_in(statement: &str, held: &str, speaker: &str) -> bool {
-    let Some(name) = statement
-        .split_whitespace()
+    let straight = |text: &str| text.replace('\u{2019}', "'");
+    let Some(name) = words(&straight(statement))
+        .into_iter()
         .next()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
-        .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+        .map(|w| w.strip_suffix("'s").map(str::to_owned).unwrap_or(w))
+        .filter(|_| statement.trim_start().starts_with(char::is_uppercase))
     else {
         return false;
     };
-    if name.eq_ignore_ascii_case(speaker) {
+    let first = speaker.split_whitespace().next().unwrap_or(speaker);
+    if name.eq_ignore_ascii_case(first) {
         return false;
     }
-    let (name, owner) = (name.to_lowercase(), format!("{}'s", speaker.to_lowercase()));
-    words(held)
+    let owner = format!("{}'s", first.to_lowercase());
+    words(&straight(held))
         .windows(3)
         .any(|w| w[0] == owner && relation_word(&w[1]).is_some() && w[2] == name)
 }

@@ -2733,18 +2733,19 @@ fn a_statement_opening_with_a_relatives_name_is_about_that_relative() {
                 "My husband Joe is a dentist, so no excuses for the kids.",
                 "2023-01-05",
             ),
+            ("D1:2", "I work as a nurse at St Vincent's.", "2023-01-05"),
             (
-                "D1:2",
+                "D1:3",
                 "My flatmate Aoife is studying law at Trinity, poor thing.",
                 "2023-01-05",
             ),
             (
-                "D1:3",
+                "D1:4",
                 "Joe read our chat and wants it on record: he's a dental hygienist, not a dentist.",
                 "2023-02-05",
             ),
             (
-                "D1:4",
+                "D1:5",
                 "Aoife is moving out in March, so we need a new flatmate.",
                 "2023-02-06",
             ),
@@ -2752,6 +2753,41 @@ fn a_statement_opening_with_a_relatives_name_is_about_that_relative() {
     );
     assert!(!world.recalls_current_fact(u, a, "is a dentist"));
     assert!(world.recalls_current_fact(u, a, "dental hygienist"));
+    // Nor is his correction the speaker's own job.
+    assert!(world.recalls_current_fact(u, a, "nurse at St Vincent"));
     // Only of the same attribute: her moving out ends nothing of her studies.
     assert!(world.recalls_current_fact(u, a, "studying law"));
+}
+
+#[test]
+fn an_allergy_told_as_well_or_a_blood_pressure_replaces_nothing() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "Keep in mind I'm allergic to shellfish.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "For the donor form: my blood type is B positive.",
+                "2023-01-05",
+            ),
+            (
+                "D1:3",
+                "Like I told you, I'm allergic to cats too.",
+                "2023-02-05",
+            ),
+            (
+                "D1:4",
+                "My blood pressure was high today. I was wrong to skip the pills.",
+                "2023-02-06",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "allergic to shellfish"));
+    assert!(world.recalls_current_fact(u, a, "B positive"));
 }
