@@ -21,15 +21,17 @@ use crate::redact::{Redaction, Redactor, whole_word_pattern};
 
 /// One transformation applied to a part of an interaction.
 #[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "type")]
+#[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
 pub enum Transform {
     /// Replace personal data with placeholders.
     Redact {
         /// What to redact.
         redact: Redaction,
     },
-    /// Replace user ids (the writing user and any listed) with stable pseudonyms.
-    AnonymiseUsers,
+    /// Replace user ids (the writing user and the known users the caller passes to
+    /// [`WritePolicySet::split`]) with stable pseudonyms. Written `{}` so that an
+    /// unknown key beside its `type` is refused.
+    AnonymiseUsers {},
     /// Drop the part entirely when the pattern matches.
     Block {
         /// A regular expression.
@@ -310,7 +312,7 @@ fn compile_part(part: &PartPolicy) -> Result<Vec<Step>> {
             Transform::Redact { redact } => {
                 Ok(Step::Redact(Redactor::new(std::slice::from_ref(redact))?))
             }
-            Transform::AnonymiseUsers => Ok(Step::Anonymise),
+            Transform::AnonymiseUsers {} => Ok(Step::Anonymise),
             Transform::Block { pattern } => {
                 Regex::new(pattern)
                     .map(Step::Block)

@@ -14,7 +14,12 @@ use crate::error::{AccessError, Result};
 
 /// A kind of personal data to redact.
 #[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "type", content = "names")]
+#[serde(
+    rename_all = "snake_case",
+    tag = "type",
+    content = "names",
+    deny_unknown_fields
+)]
 pub enum Redaction {
     /// E-mail addresses.
     Emails,

@@ -68,6 +68,8 @@ impl Timestamp {
 /// The date a bare number reads as, if any: four digits are a year (`2023`), eight
 /// that make a calendar day are one (`20230508`).
 fn read_as_date(s: &str) -> Option<String> {
+    // "+2023" reads as the year too.
+    let s = s.strip_prefix('+').unwrap_or(s);
     if !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -286,6 +288,10 @@ mod tests {
         let year = Timestamp::parse(" 2023 ").unwrap_err();
         assert!(matches!(year, Error::AmbiguousTime { .. }));
         assert!(year.to_string().contains("2023-01-01"), "{year}");
+        assert!(matches!(
+            Timestamp::parse("+2023"),
+            Err(Error::AmbiguousTime { .. })
+        ));
         let day = Timestamp::parse("20230508").unwrap_err();
         assert!(day.to_string().contains("2023-05-08"), "{day}");
         // Eight digits that make no day are milliseconds.

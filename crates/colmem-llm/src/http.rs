@@ -101,7 +101,7 @@ impl EndpointConfig {
 /// A chat model behind an OpenAI-compatible `/chat/completions`. Read from one table
 /// holding the endpoint's keys beside its own; a key of neither is refused.
 #[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
-#[serde(try_from = "ServerTable<ChatKeys>")]
+#[serde(from = "ChatTable")]
 pub struct ChatServerConfig {
     /// The server.
     pub endpoint: EndpointConfig,
@@ -115,7 +115,7 @@ pub struct ChatServerConfig {
 /// An embedding model behind an OpenAI-compatible `/embeddings`. Read from one table
 /// holding the endpoint's keys beside its own; a key of neither is refused.
 #[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
-#[serde(try_from = "ServerTable<EmbeddingKeys>")]
+#[serde(from = "EmbeddingTable")]
 pub struct EmbeddingServerConfig {
     /// The server.
     pub endpoint: EndpointConfig,
@@ -128,70 +128,84 @@ pub struct EmbeddingServerConfig {
     pub batch_size: usize,
 }
 
-/// A server's table as written: the endpoint's keys, the model's, and whatever else was
-/// given. Serde refuses no unknown key beside a flattened table, so the rest is
-/// collected here and refused: a misspelt `timeout_mss` must not pass as the default.
-/// (Each flattened struct takes its own keys; the map gets what is left.)
-#[derive(Deserialize)]
-struct ServerTable<T> {
-    #[serde(flatten)]
-    endpoint: EndpointConfig,
-    #[serde(flatten)]
-    model: T,
-    #[serde(flatten)]
-    unknown: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+/// The keys of a server's table, shared by [`ChatTable`] and [`EmbeddingTable`]: each
+/// lists the endpoint's keys beside its own in one flat struct, so that serde refuses an
+/// unknown key (it cannot beside a flattened table) and its errors name the key and line.
+macro_rules! server_table {
+    ($(#[$meta:meta])* struct $name:ident { $($(#[$field_meta:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$meta])*
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct $name {
+            base_url: String,
+            #[serde(default)]
+            api_key_env: Option<String>,
+            #[serde(default = "default_timeout_ms")]
+            timeout_ms: u64,
+            #[serde(default = "default_connect_timeout_ms")]
+            connect_timeout_ms: u64,
+            #[serde(default = "default_max_retries")]
+            max_retries: u32,
+            #[serde(default = "default_backoff_ms")]
+            backoff_ms: u64,
+            #[serde(default = "default_max_backoff_ms")]
+            max_backoff_ms: u64,
+            $($(#[$field_meta])* $field: $ty,)*
+        }
+
+        impl $name {
+            fn endpoint(&self) -> EndpointConfig {
+                EndpointConfig {
+                    base_url: self.base_url.clone(),
+                    api_key_env: self.api_key_env.clone(),
+                    timeout_ms: self.timeout_ms,
+                    connect_timeout_ms: self.connect_timeout_ms,
+                    max_retries: self.max_retries,
+                    backoff_ms: self.backoff_ms,
+                    max_backoff_ms: self.max_backoff_ms,
+                }
+            }
+        }
+    };
 }
 
-impl<T> ServerTable<T> {
-    fn checked(self) -> std::result::Result<(EndpointConfig, T), String> {
-        match self.unknown.keys().next() {
-            Some(key) => Err(format!("unknown field `{key}` of a model server")),
-            None => Ok((self.endpoint, self.model)),
+server_table! {
+    /// [`ChatServerConfig`] as written.
+    struct ChatTable {
+        model: String,
+        #[serde(default)]
+        json_schema: bool,
+    }
+}
+
+impl From<ChatTable> for ChatServerConfig {
+    fn from(table: ChatTable) -> Self {
+        ChatServerConfig {
+            endpoint: table.endpoint(),
+            model: table.model,
+            json_schema: table.json_schema,
         }
     }
 }
 
-/// [`ChatServerConfig`]'s own keys.
-#[derive(Deserialize)]
-struct ChatKeys {
-    model: String,
-    #[serde(default)]
-    json_schema: bool,
-}
-
-impl TryFrom<ServerTable<ChatKeys>> for ChatServerConfig {
-    type Error = String;
-
-    fn try_from(table: ServerTable<ChatKeys>) -> std::result::Result<Self, String> {
-        let (endpoint, keys) = table.checked()?;
-        Ok(ChatServerConfig {
-            endpoint,
-            model: keys.model,
-            json_schema: keys.json_schema,
-        })
+server_table! {
+    /// [`EmbeddingServerConfig`] as written.
+    struct EmbeddingTable {
+        model: String,
+        dim: usize,
+        #[serde(default = "default_batch_size")]
+        batch_size: usize,
     }
 }
 
-/// [`EmbeddingServerConfig`]'s own keys.
-#[derive(Deserialize)]
-struct EmbeddingKeys {
-    model: String,
-    dim: usize,
-    #[serde(default = "default_batch_size")]
-    batch_size: usize,
-}
-
-impl TryFrom<ServerTable<EmbeddingKeys>> for EmbeddingServerConfig {
-    type Error = String;
-
-    fn try_from(table: ServerTable<EmbeddingKeys>) -> std::result::Result<Self, String> {
-        let (endpoint, keys) = table.checked()?;
-        Ok(EmbeddingServerConfig {
-            endpoint,
-            model: keys.model,
-            dim: keys.dim,
-            batch_size: keys.batch_size,
-        })
+impl From<EmbeddingTable> for EmbeddingServerConfig {
+    fn from(table: EmbeddingTable) -> Self {
+        EmbeddingServerConfig {
+            endpoint: table.endpoint(),
+            model: table.model,
+            dim: table.dim,
+            batch_size: table.batch_size,
+        }
     }
 }
 

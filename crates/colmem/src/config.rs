@@ -560,7 +560,7 @@ mod tests {
             "[clock]\nkind = \"system\"\n",
             "[embedder]\n",
             "[embedder]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\ndim = 8\n",
-            "[embedder]\nkind = \"local\"\npath = \"models/minilm\"\n",
+            "[embedder]\nkind = \"local\"\ndir = \"models/minilm\"\n",
             "[chat]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\n",
             "[roles]\n",
             "[policy]\n",
@@ -568,19 +568,27 @@ mod tests {
             "[policy.write]\n",
             "[policy.write.system]\n",
             "[policy.write.system.private]\n",
+            "[policy.write.agents.helper]\n",
             "[[policy.write.pairs]]\nuser = \"ada\"\nagent = \"helper\"\n",
             "[constructor]\n",
             "[retriever]\n",
             "[pipeline]\n",
+            "[pipeline.store]\n",
             "[cards]\n",
             "[cards.read]\n",
+            "[cards.read.weights]\n",
             "[cards.write]\n",
+            "[cards.write.admission]\n",
+            "[cards.write.bounds]\n",
             "[index]\n",
             "[store]\n",
         ];
         let accepted: Vec<String> = sections
             .iter()
             .filter_map(|section| {
+                if let Err(err) = load_text(section, &[]) {
+                    return Some(format!("{section}(refused as written: {err})"));
+                }
                 let text = format!("{section}no_such_key = 1\n");
                 match load_text(&text, &[]) {
                     Ok(_) => Some(text),
@@ -593,6 +601,21 @@ mod tests {
             accepted.is_empty(),
             "misspelt keys accepted in:\n{}",
             accepted.join("\n")
+        );
+        // Nor does a redaction or a transform take a key it does not know.
+        for list in [
+            "[policy.read]\nredact = [{ type = \"emails\", nmes = [\"Ada\"] }]\n",
+            "[policy.write.system.shared]\ntransforms = [{ type = \"block\", patern = \"x\" }]\n",
+            "[policy.write.system.shared]\ntransforms = [{ type = \"anonymise_users\", users = [\"bob\"] }]\n",
+        ] {
+            assert!(load_text(list, &[]).is_err(), "accepted: {list}");
+        }
+        // A key left out of a [cards] section keeps its default.
+        let config = load_text("[cards.read]\ntop_k = 8\n", &[]).unwrap();
+        assert_eq!(config.cards.read.top_k, 8);
+        assert_eq!(
+            config.cards.read.mmr_lambda,
+            colmem_cards::ReadConfig::default().mmr_lambda
         );
     }
 
@@ -608,6 +631,27 @@ mod tests {
         assert!(err.to_string().contains("invalid time"), "{err}");
         let err = load_text("[embedder]\nkind = \"offline\"\ndimm = 3\n", &[]).unwrap_err();
         assert!(err.to_string().contains("dimm"), "{err}");
+        // The model servers' tables too, their endpoint's keys included.
+        let err = load_text(
+            "[chat]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\njson_schema = \"yes\"\n",
+            &[],
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("line 4") && text.contains("json_schema"),
+            "{text}"
+        );
+        let err = load_text(
+            "[chat]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\ntimeout = 5\n",
+            &[],
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("line 4") && text.contains("timeout_ms"),
+            "{text}"
+        );
         let err = load_text("[embedder]\nkind = \"quantum\"\n", &[]).unwrap_err();
         assert!(err.to_string().contains("unknown embedder kind"), "{err}");
         let err = load_text("[index]\nscore_share = 1.5\n", &[]).unwrap_err();

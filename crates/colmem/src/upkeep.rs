@@ -18,6 +18,7 @@ const LOAD_BATCH: usize = 256;
 
 /// What [`Memory::reindex`] did.
 #[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub struct ReindexReport {
     /// The id of the embedder the vectors now come from.
     pub embedder: String,

@@ -116,7 +116,7 @@ fn default_split_keeps_private_verbatim_and_redacts_the_shared_part() {
 #[test]
 fn anonymise_replaces_user_ids_with_stable_pseudonyms() {
     let mut policies = WritePolicies::default();
-    policies.system.shared.transforms = vec![Transform::AnonymiseUsers];
+    policies.system.shared.transforms = vec![Transform::AnonymiseUsers {}];
     let set = WritePolicySet::new(policies).unwrap();
     let split = set
         .split(
