@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use colmem_core::{Fragment, FragmentId, Timestamp};
-use colmem_llm::{ChatModel, ChatRequest, JsonSchema, Message, complete_json};
+use colmem_llm::{ChatModel, ChatRequest, JsonSchema, Message, complete_json, fill_prompt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -129,7 +129,7 @@ impl Prompter {
                 "You are the {} role of a memory of conversations. Answer with one JSON object only.",
                 self.role
             )),
-            Message::user(fill(template, vars)),
+            Message::user(fill_prompt(template, vars)),
         ]);
         request.temperature = self.config.temperature;
         request.max_tokens = self.config.max_tokens;
@@ -175,36 +175,6 @@ impl Prompter {
             )))
         }
     }
-}
-
-/// Replaces each `{{name}}` of `template` with its value, in one pass: a value that itself
-/// contains `{{…}}` is not expanded again.
-fn fill(template: &str, vars: &[(&str, String)]) -> String {
-    let mut out =
-        String::with_capacity(template.len() + vars.iter().map(|v| v.1.len()).sum::<usize>());
-    let mut rest = template;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let value = after.find("}}").and_then(|close| {
-            let name = &after[..close];
-            vars.iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| (v, close))
-        });
-        match value {
-            Some((value, close)) => {
-                out.push_str(value);
-                rest = &after[close + 2..];
-            }
-            None => {
-                out.push_str("{{");
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// A text as a JSON string literal, so it cannot break out of its place in a prompt.
@@ -1083,21 +1053,12 @@ mod tests {
                 .iter()
                 .map(|p| (*p, format!("<{p}>")))
                 .collect();
-            let filled = fill(template, &vars);
+            let filled = fill_prompt(template, &vars);
             assert!(!filled.contains("{{"), "{name}: {filled}");
             for p in placeholders {
                 assert!(filled.contains(&format!("<{p}>")), "{name} never uses {p}");
             }
         }
-    }
-
-    #[test]
-    fn fill_does_not_expand_placeholders_inside_values() {
-        let filled = fill(
-            "a {{x}} b {{y}} c {{unknown}}",
-            &[("x", "{{y}}".to_owned()), ("y", "Y".to_owned())],
-        );
-        assert_eq!(filled, "a {{y}} b Y c {{unknown}}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use colmem_core::{CardFields, CardRelation, CardSign};
-use colmem_llm::{ChatModel, ChatRequest, JsonSchema, Message, complete_json};
+use colmem_llm::{ChatModel, ChatRequest, JsonSchema, Message, complete_json, fill_prompt};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -27,15 +27,6 @@ const ADMIT: &str = include_str!("../prompts/admit.md");
 const MERGE: &str = include_str!("../prompts/merge.md");
 const RELATE: &str = include_str!("../prompts/relate.md");
 const NEEDS: &str = include_str!("../prompts/needs.md");
-
-/// Fills `{{name}}` placeholders.
-fn fill(template: &str, vars: &[(&str, String)]) -> String {
-    let mut out = template.to_owned();
-    for (name, value) in vars {
-        out = out.replace(&format!("{{{{{name}}}}}"), value);
-    }
-    out
-}
 
 fn ask<T: DeserializeOwned>(
     model: &dyn ChatModel,
@@ -170,7 +161,7 @@ impl Reflector for LlmReflector {
             return Ok(None);
         }
         let conditions: Vec<&str> = failure.conditions.iter().map(String::as_str).collect();
-        let prompt = fill(
+        let prompt = fill_prompt(
             REFLECT,
             &[
                 ("task", failure.task.clone()),
@@ -282,7 +273,7 @@ impl Aggregator for LlmAggregator {
             "properties": {"cards": {"type": "array", "items": schema_card}},
             "required": ["cards"]
         });
-        let prompt = fill(AGGREGATE, &[("trajectories", listing.join("\n"))]);
+        let prompt = fill_prompt(AGGREGATE, &[("trajectories", listing.join("\n"))]);
         let answer: AggregateAnswer = ask(self.model.as_ref(), "aggregate", prompt, schema)?;
         let mut drafts = Vec::new();
         for card in answer.cards {
@@ -336,7 +327,7 @@ struct AdmitAnswer {
 
 impl Admitter for LlmAdmitter {
     fn assess(&self, draft: &CardDraft) -> Result<Assessment> {
-        let prompt = fill(
+        let prompt = fill_prompt(
             ADMIT,
             &[
                 ("card", content(&draft.fields)),
@@ -376,7 +367,7 @@ impl LlmMerger {
 
 impl Merger for LlmMerger {
     fn merge(&self, existing: &Card, candidate: &CardDraft) -> Result<CardDraft> {
-        let prompt = fill(
+        let prompt = fill_prompt(
             MERGE,
             &[
                 ("existing", content(&existing.fields)),
@@ -418,7 +409,7 @@ impl RelationJudge for LlmRelationJudge {
         to: &Card,
         similarity: f32,
     ) -> Result<Option<(CardRelation, f32)>> {
-        let prompt = fill(
+        let prompt = fill_prompt(
             RELATE,
             &[
                 ("from", content(&from.fields)),
@@ -488,7 +479,7 @@ struct NeedsAnswer {
 impl NeedsProfiler for LlmNeedsProfiler {
     fn profile(&self, task: &TaskContext) -> Result<Needs> {
         let conditions: Vec<&str> = task.live.iter().map(String::as_str).collect();
-        let prompt = fill(
+        let prompt = fill_prompt(
             NEEDS,
             &[
                 ("task", task.task.clone()),

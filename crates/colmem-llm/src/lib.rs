@@ -43,7 +43,7 @@ pub use http::{
 #[cfg(feature = "local")]
 pub use local::{LocalEmbedder, LocalModelConfig};
 pub use offline::{OfflineConfig, OfflineEmbedder};
-pub use structured::{complete_json, extract_json};
+pub use structured::{complete_json, extract_json, fill_prompt};
 #[cfg(feature = "local")]
 pub use tokens::TokenizerCounter;
 pub use tokens::{ApproxTokenCounter, TokenCounter};
