@@ -230,8 +230,7 @@ impl CardBank {
     }
 
     fn embed(&self, text: &str) -> Result<Vec<f32>> {
-        let mut vectors = self.embedder.embed(&[text]).map_err(Error::Embed)?;
-        Ok(vectors.pop().unwrap_or_default())
+        Ok(self.embedder.embed_one(text).map_err(Error::Embed)?.vector)
     }
 
     /// Every card `filter` admits, with its trigger embedding.

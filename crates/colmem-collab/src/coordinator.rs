@@ -84,7 +84,7 @@ impl OfflineCoordinator {
         };
         let mut texts: Vec<&str> = vec![query];
         texts.extend(candidates.iter().map(|c| c.specialisation.as_str()));
-        let vectors = embedder.embed(&texts)?;
+        let vectors = embedder.embed_checked(&texts)?;
         let (first, rest) = vectors
             .split_first()
             .ok_or_else(|| Error::InvalidInput("the embedder returned no vectors".into()))?;
