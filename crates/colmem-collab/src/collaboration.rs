@@ -51,7 +51,8 @@ pub struct CollabConfig {
     pub min_match: f32,
     /// How memory is searched (by default: the ten best facts, where findings live).
     pub recall: RecallOptions,
-    /// Promote a trace once it has this many helpful votes.
+    /// Promote a trace to a group once it has this many helpful votes for that group
+    /// (at least 1).
     pub votes_to_promote: usize,
 }
 
@@ -111,7 +112,15 @@ pub struct Collaboration {
     aggregator: Aggregator,
     config: CollabConfig,
     log: EventLog,
-    votes: Mutex<BTreeMap<FragmentId, usize>>,
+    /// Helpful votes per (trace, group), and whether the trace was promoted there.
+    votes: Mutex<BTreeMap<(FragmentId, GroupId), Votes>>,
+}
+
+/// The helpful votes a trace has for one group.
+#[derive(Clone, Copy, Debug, Default)]
+struct Votes {
+    count: usize,
+    promoted: bool,
 }
 
 impl Collaboration {
@@ -127,6 +136,11 @@ impl Collaboration {
         coordinator: Box<dyn Coordinator>,
         config: CollabConfig,
     ) -> Result<Self> {
+        if config.votes_to_promote == 0 {
+            return Err(Error::InvalidInput(
+                "votes_to_promote must be at least 1".into(),
+            ));
+        }
         let graph = AccessGraph::from_events(&store.access_events()?)?;
         let mut agents = BTreeMap::new();
         for agent in team {
@@ -398,11 +412,12 @@ impl Collaboration {
         Ok(fragments)
     }
 
-    /// Records that `fragment` helped `agent` serve `user`. The voter must be able to read the
-    /// fragment now. Once a trace has `votes_to_promote` votes it is promoted to `group`: a copy
-    /// with `Group(group)` scope and the trace as its parent, written by the trace's own agent
-    /// through the write rule (an explicit, audited write). Returns the promoted copy's id when
-    /// this vote promoted it.
+    /// Records that `fragment` helped `agent` serve `user` in `group`. The voter must be able to
+    /// read the fragment now. Once a trace has `votes_to_promote` votes for a group it is
+    /// promoted to that group: a copy with `Group(group)` scope and the trace as its parent,
+    /// written by the trace's own agent through the write rule (an explicit, audited write).
+    /// Returns the promoted copy's id when this vote promoted it. A promotion the write rule
+    /// refuses (the owner has left the group) is an error, and the next vote tries again.
     pub fn vote_helpful(
         &self,
         user: UserId,
@@ -419,13 +434,17 @@ impl Collaboration {
         }
         let votes = {
             let mut votes = self.votes.lock().unwrap_or_else(|p| p.into_inner());
-            let count = votes.entry(fragment).or_default();
-            *count += 1;
-            *count
+            let entry = votes.entry((fragment, group)).or_default();
+            entry.count += 1;
+            *entry
         };
-        if votes != self.config.votes_to_promote || trace.scope != Scope::Agent {
+        if votes.promoted
+            || votes.count < self.config.votes_to_promote
+            || trace.scope != Scope::Agent
+        {
             return Ok(None);
         }
+        let votes = votes.count;
         let owner = *trace
             .provenance
             .agents
@@ -447,6 +466,14 @@ impl Collaboration {
         let promoted = *written.first().ok_or_else(|| {
             Error::InvalidInput("the pipeline wrote nothing for the promotion".into())
         })?;
+        if let Some(entry) = self
+            .votes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(&(fragment, group))
+        {
+            entry.promoted = true;
+        }
         self.log.record(Event::Promotion {
             at: owner_caller.now(),
             user: trace.provenance.user,

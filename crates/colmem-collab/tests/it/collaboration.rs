@@ -363,6 +363,14 @@ fn a_helpful_private_trace_is_promoted_to_the_crew_by_votes() {
             .unwrap();
     }
     let promoted = promoted.expect("the third vote promotes");
+    // Once promoted to the crew, a fourth vote promotes nothing again.
+    w.clock.advance(1_000);
+    assert_eq!(
+        w.collab
+            .vote_helpful(user("bob"), agent("finance-agent"), trace, crew)
+            .unwrap(),
+        None
+    );
     let copy = w.collab.store().get(promoted).unwrap();
     assert_eq!(copy.scope, Scope::Group(crew));
     assert_eq!(copy.provenance.source.parents, vec![trace]);
