@@ -441,14 +441,21 @@ pub fn compose(cards: &[Card], graph: &CardGraph, input: &ReadInput<'_>) -> Comp
             });
             continue;
         }
-        if let Some(other) = kept.iter().find(|k| graph.conflicting(k.id, id)) {
+        let directives = card.directives();
+        // A stored conflict edge, or directives that contradict: cards written by
+        // people who could not see each other's have no edge between them.
+        if let Some(other) = kept.iter().find(|k| {
+            graph.conflicting(k.id, id)
+                || k.directives()
+                    .iter()
+                    .any(|d| directives.iter().any(|e| d.contradicts(e)))
+        }) {
             pruned.push(Pruned {
                 id,
                 reason: PruneReason::Conflict { with: other.id },
             });
             continue;
         }
-        let directives = card.directives();
         if let Some(other) = kept.iter().find(|k| {
             cosine(&k.embedding, &card.embedding) >= config.duplicate_similarity
                 || (k.fields.sign == card.fields.sign

@@ -198,10 +198,18 @@ proptest! {
             .filter(|e| e.relation == CardRelation::Conflicts)
             .flat_map(|e| [(e.from, e.to), (e.to, e.from)])
             .collect();
+        let directives = |id: FragmentId| {
+            cards.iter().find(|c| c.id == id).map(|c| c.directives()).unwrap_or_default()
+        };
         for a in &composition.cards {
             prop_assert!(composition.report.expanded.contains(&a.id));
             for b in &composition.cards {
                 prop_assert!(!conflicts.contains(&(a.id, b.id)), "{:?} and {:?} conflict", a.id, b.id);
+                // Nor do two composed cards contradict, edge or none.
+                let contradict = directives(a.id)
+                    .iter()
+                    .any(|d| directives(b.id).iter().any(|e| d.contradicts(e)));
+                prop_assert!(!contradict, "{:?} and {:?} contradict", a.id, b.id);
             }
         }
         for id in &composition.report.retrieved {
