@@ -103,6 +103,13 @@ impl Sections {
                 reason: "the card has neither a plan nor an execution".to_owned(),
             });
         }
+        // A card no task can find: nothing to retrieve it by.
+        if self.task.trim().is_empty() || self.trigger.trim().is_empty() {
+            return Err(Error::InvalidAnswer {
+                role,
+                reason: "the card has no task or no trigger".to_owned(),
+            });
+        }
         let mut triggers: BTreeSet<String> = self
             .triggers
             .iter()
@@ -398,8 +405,9 @@ struct RelateAnswer {
     relation: String,
     #[serde(default)]
     precondition: Option<String>,
+    /// Required by the schema; `None` is refused unless the relation is "none".
     #[serde(default)]
-    weight: f32,
+    weight: Option<f32>,
 }
 
 impl RelationJudge for LlmRelationJudge {
@@ -427,9 +435,15 @@ impl RelationJudge for LlmRelationJudge {
             "required": ["relation", "weight"]
         });
         let a: RelateAnswer = ask(self.model.as_ref(), "relate", prompt, schema)?;
-        let weight = unit("relate", "weight", a.weight)?;
+        if a.relation == "none" {
+            return Ok(None);
+        }
+        let weight = a.weight.ok_or_else(|| Error::InvalidAnswer {
+            role: "relate",
+            reason: format!("the relation {:?} has no weight", a.relation),
+        })?;
+        let weight = unit("relate", "weight", weight)?;
         let relation = match a.relation.as_str() {
-            "none" => return Ok(None),
             "supports" => CardRelation::Supports,
             "satisfies" => CardRelation::Satisfies,
             "conflicts" => CardRelation::Conflicts,

@@ -203,3 +203,45 @@ fn the_committed_cassette_matches_a_fresh_recording() {
         "the prompts changed: record again with COLMEM_RECORD_CASSETTES=1 cargo test -p colmem-cards"
     );
 }
+
+#[test]
+fn a_relation_without_a_weight_or_a_card_without_a_trigger_is_refused() {
+    let mut untriggered = sections("use rounding=ceil");
+    untriggered["trigger"] = json!(" ");
+    let server = Server::start(vec![
+        json!({"relation": "supports"}).to_string(),
+        json!({"relation": "none"}).to_string(),
+        untriggered.to_string(),
+    ]);
+    let mut endpoint = EndpointConfig::new(server.base_url());
+    endpoint.max_retries = 0;
+    let model: Arc<dyn ChatModel> = Arc::new(
+        OpenAiChat::new(ChatServerConfig {
+            endpoint,
+            model: "scripted".to_owned(),
+            json_schema: false,
+        })
+        .unwrap(),
+    );
+    let judge = LlmRelationJudge::new(model.clone());
+    let (a, b) = (
+        card(1, "use rounding=ceil", CardSign::Positive),
+        card(2, "use rounding=floor", CardSign::Positive),
+    );
+    assert!(matches!(
+        judge.relate(&a, &b, 0.8),
+        Err(Error::InvalidAnswer { role: "relate", .. })
+    ));
+    // "None" needs no weight.
+    assert_eq!(judge.relate(&a, &b, 0.8).unwrap(), None);
+    let draft = CardDraft {
+        fields: a.fields.clone(),
+        triggers: a.triggers.clone(),
+        sources: vec!["t9".to_owned()],
+        evidence: 1.0,
+    };
+    assert!(matches!(
+        LlmMerger::new(model).merge(&a, &draft),
+        Err(Error::InvalidAnswer { .. })
+    ));
+}
