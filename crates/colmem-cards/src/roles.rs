@@ -247,8 +247,7 @@ impl Aggregator for OfflineAggregator {
                         plan: format!("settle the open choices first: {}", uses.join(", ")),
                         execution: format!("{} and compute as before", uses.join("; ")),
                         evaluation: format!(
-                            "{} of {} similar tasks solved this way scored {:.2} on average",
-                            members.len(),
+                            "{} similar tasks solved this way scored {:.2} on average",
                             members.len(),
                             mean
                         ),

@@ -176,11 +176,15 @@ fn is_token(s: &str) -> bool {
             .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
 }
 
-/// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut.
+/// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut
+/// (nothing at all when `max` is 0: the ellipsis takes a character).
 pub fn clip(text: &str, max: usize) -> String {
     let text = text.trim();
     if text.chars().count() <= max {
         return text.to_owned();
+    }
+    if max == 0 {
+        return String::new();
     }
     let mut out = String::new();
     for word in text.split_whitespace() {
@@ -226,6 +230,7 @@ mod tests {
     fn clipping_keeps_whole_words() {
         assert_eq!(clip("one two three four", 12), "one two…");
         assert_eq!(clip("short", 12), "short");
+        assert_eq!(clip("short", 0), "");
     }
 
     #[test]

@@ -25,7 +25,9 @@ use crate::error::{Error, Result};
 pub struct Selection {
     /// The chosen agents, best first; a subset of the candidates. Empty when none fits.
     pub agents: Vec<AgentId>,
-    /// Whether a model's answer was unusable and the offline choice was taken instead.
+    /// Whether the model chose outside the candidates and, under [`OutOfSet::Fallback`], the
+    /// offline choice was taken instead. An answer that does not parse even after the repair
+    /// prompt is an error, not a fallback.
     pub fell_back: bool,
 }
 
@@ -227,7 +229,11 @@ impl Coordinator for LlmCoordinator {
         )?;
         let mut chosen: Vec<AgentId> = Vec::new();
         let mut seen = BTreeSet::new();
-        for name in pick.agents.iter().take(self.max_agents) {
+        // At most `max_agents` distinct agents: a name repeated takes no place.
+        for name in &pick.agents {
+            if chosen.len() == self.max_agents {
+                break;
+            }
             let found = candidates
                 .iter()
                 .find(|c| c.id.as_str() == name.trim())

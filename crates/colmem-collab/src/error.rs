@@ -36,9 +36,8 @@ pub enum Error {
         /// What the model answered.
         agent: String,
     },
-    /// A resource was attached to two agents' tool lists under the same id with different behaviour,
-    /// or an agent was registered twice.
-    #[error("{what} is registered twice: give each agent and resource one definition")]
+    /// An agent was given to the team twice.
+    #[error("{what} is registered twice: give each agent one definition")]
     Duplicate {
         /// The agent or resource.
         what: String,

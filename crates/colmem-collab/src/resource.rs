@@ -238,10 +238,12 @@ pub fn break_even(query: &str) -> Option<String> {
     let [fixed, margin] = values.as_slice() else {
         return None;
     };
-    if *margin <= 0.0 || *fixed < 0.0 {
+    if !(*margin > 0.0 && *fixed >= 0.0) {
         return None;
     }
-    Some(format!("{}", (fixed / margin).ceil()))
+    // A figure too large for a number ("1" and 310 zeros) has no break-even to tell.
+    let volume = (fixed / margin).ceil();
+    volume.is_finite().then(|| format!("{volume}"))
 }
 
 #[cfg(test)]
