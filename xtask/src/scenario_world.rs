@@ -318,7 +318,8 @@ impl Wiring {
     /// The independent checker over everything the loop logged.
     pub fn check(&self) -> Result<CheckReport> {
         let store = self.collab.store();
-        let checker = Checker::new(&store.access_events()?);
+        let checker = Checker::new(&store.access_events()?)
+            .with_global_writers(self.collab.system().global_writers.iter().copied());
         Ok(checker.check(&self.collab.events(), &|id| store.get(id).ok()))
     }
 }

@@ -61,9 +61,18 @@ impl Span {
 #[derive(Clone, Debug, Default)]
 pub struct Checker {
     spans: HashMap<Edge, Vec<Span>>,
+    /// The agents the system lets write `Global` fragments (none unless given).
+    global_writers: BTreeSet<AgentId>,
 }
 
 impl Checker {
+    /// The agents the system lets write `Global` fragments: a Global write by any other
+    /// agent is a violation.
+    pub fn with_global_writers(mut self, writers: impl IntoIterator<Item = AgentId>) -> Self {
+        self.global_writers = writers.into_iter().collect();
+        self
+    }
+
     /// Replays `events` (in log order) into edge intervals.
     pub fn new(events: &[AccessEvent]) -> Self {
         let mut spans: HashMap<Edge, Vec<Span>> = HashMap::new();
@@ -83,7 +92,10 @@ impl Checker {
                 }
             }
         }
-        Checker { spans }
+        Checker {
+            spans,
+            global_writers: BTreeSet::new(),
+        }
     }
 
     fn holds(&self, edge: Edge, t: Timestamp) -> bool {
@@ -294,6 +306,22 @@ impl Checker {
                 push(format!("wrote fragment {id}, which does not exist"));
                 continue;
             };
+            if f.provenance.user != user {
+                push(format!(
+                    "wrote fragment {id} for user {}, not the user served",
+                    f.provenance.user
+                ));
+            }
+            if !f.provenance.agents.contains(&agent) {
+                push(format!(
+                    "wrote fragment {id} whose provenance does not name the writing agent"
+                ));
+            }
+            if f.scope == Scope::Global && !self.global_writers.contains(&agent) {
+                push(format!(
+                    "wrote fragment {id} as Global, which the agent may not write"
+                ));
+            }
             if let Some(r) = f
                 .provenance
                 .resources
@@ -427,5 +455,41 @@ mod tests {
         assert_eq!(late.violations.len(), 2, "{:?}", late.violations);
         assert!(late.violations[0].reason.contains("scope"));
         assert!(late.violations[1].reason.contains("may not invoke"));
+    }
+
+    #[test]
+    fn a_write_for_another_user_without_its_agent_or_into_global_is_found() {
+        let u = UserId::new("checker-u").unwrap();
+        let v = UserId::new("checker-v").unwrap();
+        let a = AgentId::new("checker-a").unwrap();
+        let b = AgentId::new("checker-b").unwrap();
+        let events = vec![grant(0, Edge::Invoke { user: u, agent: a }, None)];
+        let written = [
+            fragment(1, Scope::User, u, a),
+            fragment(2, Scope::User, v, a),
+            fragment(3, Scope::User, u, b),
+            fragment(4, Scope::Global, u, a),
+        ];
+        let lookup = |id: FragmentId| written.iter().find(|f| f.id == id).cloned();
+        let write = |id: u64| Event::MemoryWrite {
+            at: t(10),
+            user: u,
+            agent: a,
+            written: vec![FragmentId(id)],
+        };
+        let checker = Checker::new(&events);
+        let report = checker.check(&[write(1), write(2), write(3), write(4)], &lookup);
+        let reasons: Vec<&str> = report
+            .violations
+            .iter()
+            .map(|v| v.reason.as_str())
+            .collect();
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert!(reasons[0].contains("not the user served"));
+        assert!(reasons[1].contains("does not name the writing agent"));
+        assert!(reasons[2].contains("Global"));
+        // A global writer may write Global.
+        let checker = Checker::new(&events).with_global_writers([a]);
+        assert!(checker.check(&[write(4)], &lookup).violations.is_empty());
     }
 }

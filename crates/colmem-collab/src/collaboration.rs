@@ -199,6 +199,11 @@ impl Collaboration {
         &self.store
     }
 
+    /// The system's write settings (who may write `Global`), for the checker.
+    pub fn system(&self) -> &SystemPolicy {
+        &self.system
+    }
+
     /// The team.
     pub fn agents(&self) -> impl Iterator<Item = &Specialist> {
         self.agents.values()

@@ -159,7 +159,8 @@ fn world(sharing: Sharing) -> World {
 }
 
 fn check(collab: &Collaboration, events: &[Event]) -> colmem_collab::CheckReport {
-    let checker = Checker::new(&collab.store().access_events().unwrap());
+    let checker = Checker::new(&collab.store().access_events().unwrap())
+        .with_global_writers(collab.system().global_writers.iter().copied());
     checker.check(events, &|id| collab.store().get(id).ok())
 }
 
