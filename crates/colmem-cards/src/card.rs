@@ -108,12 +108,18 @@ pub fn card_directives(fields: &CardFields) -> Vec<Directive> {
     seen
 }
 
-/// The precondition in an applicability text: the rest of the sentence after "only when".
+/// The precondition in an applicability text: the rest of the sentence after "only when"
+/// (up to a semicolon or a full stop that ends a sentence, not the point of "2.5%").
 pub fn precondition(applicability: &str) -> Option<String> {
     let lower = applicability.to_lowercase();
     let start = lower.find(PRECONDITION_MARK)? + PRECONDITION_MARK.len();
     let rest = &lower[start..];
-    let end = rest.find(['.', ';']).unwrap_or(rest.len());
+    let end = rest
+        .char_indices()
+        .find(|&(i, c)| {
+            c == ';' || (c == '.' && rest[i + 1..].chars().next().is_none_or(char::is_whitespace))
+        })
+        .map_or(rest.len(), |(i, _)| i);
     let condition = rest[..end].trim();
     (!condition.is_empty()).then(|| condition.to_owned())
 }
@@ -308,5 +314,9 @@ mod tests {
             Some("both ends count")
         );
         assert_eq!(precondition("always"), None);
+        assert_eq!(
+            precondition("loans; only when the rate is 2.5%. Then more").as_deref(),
+            Some("the rate is 2.5%")
+        );
     }
 }

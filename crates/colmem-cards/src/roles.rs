@@ -469,11 +469,49 @@ impl NeedsProfiler for OfflineNeedsProfiler {
     }
 }
 
-/// Whether a precondition holds in a task: each of its " and "-joined parts is live.
+/// Whether a precondition holds in a task: it is live conditions joined by " and " (a
+/// condition may hold an "and" of its own: "both ends and weekends count"). Compared
+/// without case, as [`crate::card::precondition`] lowercases.
 pub fn precondition_live(precondition: &str, live: &BTreeSet<String>) -> bool {
-    precondition
+    let live: BTreeSet<String> = live.iter().map(|l| l.trim().to_lowercase()).collect();
+    let parts: Vec<&str> = precondition
         .split(" and ")
         .map(str::trim)
         .filter(|p| !p.is_empty())
-        .all(|p| live.iter().any(|l| l.eq_ignore_ascii_case(p)))
+        .collect();
+    // covered[i]: the first i parts are live conditions joined by " and ".
+    let mut covered = vec![false; parts.len() + 1];
+    covered[0] = true;
+    for end in 1..=parts.len() {
+        covered[end] = (0..end).any(|start| {
+            covered[start] && live.contains(&parts[start..end].join(" and ").to_lowercase())
+        });
+    }
+    covered[parts.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_precondition_is_live_conditions_joined_by_and() {
+        let live = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert!(precondition_live(
+            "both ends and weekends count",
+            &live(&["Both ends and weekends count"])
+        ));
+        assert!(precondition_live(
+            "a holds and b holds",
+            &live(&["b holds", "a holds"])
+        ));
+        assert!(!precondition_live(
+            "a holds and b holds",
+            &live(&["a holds"])
+        ));
+        assert!(precondition_live(
+            "ölpreis steigt",
+            &live(&["Ölpreis steigt"])
+        ));
+    }
 }
