@@ -359,8 +359,8 @@ impl CardBank {
                 + a.novelty * novelty
                 + a.recency * recency
                 + a.utility * assessment.utility;
-            // `!(≥)`: a score that is not a number is not admitted.
-            if !(score >= a.threshold) {
+            // A score that is not a number is not admitted.
+            if score.is_nan() || score < a.threshold {
                 report.refused += 1;
                 continue;
             }

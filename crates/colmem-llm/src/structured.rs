@@ -176,6 +176,37 @@ fn balanced_end(bytes: &[u8], start: usize) -> Option<usize> {
     None
 }
 
+/// Replaces each `{{name}}` of a prompt `template` with its value, in one pass: a value
+/// that itself contains `{{…}}` (a user's text, a stored card) is not expanded again, and
+/// an unknown placeholder is left as written.
+pub fn fill_prompt(template: &str, vars: &[(&str, String)]) -> String {
+    let mut out =
+        String::with_capacity(template.len() + vars.iter().map(|v| v.1.len()).sum::<usize>());
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let value = after.find("}}").and_then(|close| {
+            let name = &after[..close];
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (v, close))
+        });
+        match value {
+            Some((value, close)) => {
+                out.push_str(value);
+                rest = &after[close + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use serde::Deserialize;
@@ -271,35 +302,4 @@ mod tests {
         let s: Vec<String> = extract_json(r#"x ["a\"]", "b"] y"#).unwrap();
         assert_eq!(s, vec!["a\"]".to_owned(), "b".to_owned()]);
     }
-}
-
-/// Replaces each `{{name}}` of a prompt `template` with its value, in one pass: a value
-/// that itself contains `{{…}}` (a user's text, a stored card) is not expanded again, and
-/// an unknown placeholder is left as written.
-pub fn fill_prompt(template: &str, vars: &[(&str, String)]) -> String {
-    let mut out =
-        String::with_capacity(template.len() + vars.iter().map(|v| v.1.len()).sum::<usize>());
-    let mut rest = template;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let value = after.find("}}").and_then(|close| {
-            let name = &after[..close];
-            vars.iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| (v, close))
-        });
-        match value {
-            Some((value, close)) => {
-                out.push_str(value);
-                rest = &after[close + 2..];
-            }
-            None => {
-                out.push_str("{{");
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
