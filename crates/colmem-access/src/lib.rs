@@ -32,4 +32,4 @@ pub use policy::{
     WritePolicies, WritePolicy, WritePolicySet, pseudonym,
 };
 pub use redact::{Redaction, Redactor};
-pub use rule::{Context, SystemPolicy, narrowest};
+pub use rule::{Context, SystemPolicy, narrowest, within};

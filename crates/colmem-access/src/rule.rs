@@ -229,10 +229,10 @@ impl AccessGraph {
             (None, requested) => requested,
             (Some(inherited), None) => Some(inherited),
             (Some(inherited), Some(requested)) => {
-                if requested != inherited && requested.rank() >= inherited.rank() {
+                if !within(requested, inherited) {
                     return Err(AccessError::Widening {
                         reason: format!(
-                            "the parents' narrowest scope is {inherited}, not {requested}"
+                            "the parents' narrowest scope is {inherited}, and {requested} is not within it"
                         ),
                     });
                 }
@@ -249,14 +249,26 @@ impl AccessGraph {
             draft.source.parents.push(parent.id);
         }
         if scope == Some(Scope::Agent) {
+            // Read through its agents alone: each must be one who may read every parent.
             let mut writers = draft.agents.clone();
             writers.insert(ctx.agent);
-            for parent in parents.iter().filter(|p| p.scope == Scope::Agent) {
-                if !writers.is_subset(&parent.provenance.agents) {
+            for parent in parents {
+                let readable_by_all = match parent.scope {
+                    Scope::Agent => writers.is_subset(&parent.provenance.agents),
+                    Scope::Group(g) => {
+                        let mut all = true;
+                        for w in &writers {
+                            all &= self.memberships(*w, ctx.now)?.contains(&g);
+                        }
+                        all
+                    }
+                    Scope::User | Scope::Global => true,
+                };
+                if !readable_by_all {
                     return Err(AccessError::Widening {
                         reason: format!(
-                            "fragment {} is private to agents {:?}; the derived one would also be readable by others",
-                            parent.id, parent.provenance.agents
+                            "fragment {} ({}) is not readable by every agent of the derived one, {:?}",
+                            parent.id, parent.scope, writers
                         ),
                     });
                 }
@@ -303,12 +315,26 @@ impl AccessGraph {
     }
 }
 
-/// The narrowest of several scopes, in the order Agent < User < Group < Global; two
-/// different groups narrow to `User`. `None` for no scopes.
+/// The widest scope within each of several scopes of one user's fragments (their
+/// meet); `None` for no scopes. `Global` holds every other; `Agent` is within every
+/// other. `User` and `Group(g)` are not nested: a user's other agents outside `g` read
+/// the one, other users' agents in `g` the other, so they (and two different groups)
+/// share only `Agent`.
 pub fn narrowest(scopes: impl IntoIterator<Item = Scope>) -> Option<Scope> {
-    scopes.into_iter().reduce(|a, b| match (a, b) {
-        (Scope::Group(g), Scope::Group(h)) if g != h => Scope::User,
-        _ if b.rank() < a.rank() => b,
-        _ => a,
-    })
+    scopes.into_iter().reduce(meet)
+}
+
+fn meet(a: Scope, b: Scope) -> Scope {
+    match (a, b) {
+        (Scope::Global, x) | (x, Scope::Global) => x,
+        (Scope::User, Scope::User) => Scope::User,
+        (Scope::Group(g), Scope::Group(h)) if g == h => Scope::Group(g),
+        _ => Scope::Agent,
+    }
+}
+
+/// Whether a fragment of scope `inner` has no reader that one of scope `outer` (of the
+/// same user and agents) lacks.
+pub fn within(inner: Scope, outer: Scope) -> bool {
+    meet(inner, outer) == inner
 }

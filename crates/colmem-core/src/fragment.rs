@@ -23,18 +23,6 @@ pub enum Scope {
     Global,
 }
 
-impl Scope {
-    /// The rank used to pick the narrowest of several scopes: Agent < User < Group < Global.
-    pub fn rank(self) -> u8 {
-        match self {
-            Scope::Agent => 0,
-            Scope::User => 1,
-            Scope::Group(_) => 2,
-            Scope::Global => 3,
-        }
-    }
-}
-
 impl fmt::Display for Scope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

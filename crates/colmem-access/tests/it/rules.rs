@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use colmem_access::{AccessError, AccessGraph, Context, SystemPolicy, narrowest};
+use colmem_access::{AccessError, AccessGraph, Context, SystemPolicy, narrowest, within};
 use colmem_core::{
     AccessChange, AccessEvent, AgentId, Denial, Draft, Edge, ErrorKind, Fragment, FragmentId,
     Granularity, GroupId, GroupKind, Kind, LogicalClock, Member, Principal, Provenance, ResourceId,
@@ -654,9 +654,11 @@ fn derived_fragments_keep_the_user_and_narrowest_scope() {
     let system = SystemPolicy::default();
     let mut p1 = fragment("alice", Scope::Group(g("crew-a")), &["planner"], &["wiki"]);
     p1.id = FragmentId(1);
-    let mut p2 = fragment("alice", Scope::User, &["coder"], &["wiki"]);
+    let mut p2 = fragment("alice", Scope::User, &["planner"], &["wiki"]);
     p2.id = FragmentId(2);
     let draft = Draft::new("summary", Granularity::Episode, Kind::Observation);
+    // A crew's fragment and a user's share only the agents both reach: the derived one is
+    // private to its agents, all of them in the crew.
     let derived = graph
         .authorize_derived(
             &ctx("alice", "planner", 10),
@@ -665,17 +667,33 @@ fn derived_fragments_keep_the_user_and_narrowest_scope() {
             &system,
         )
         .unwrap();
-    assert_eq!(derived.scope, Scope::User);
+    assert_eq!(derived.scope, Scope::Agent);
     assert_eq!(derived.provenance.user, u("alice"));
-    assert_eq!(
-        derived.provenance.agents,
-        BTreeSet::from([a("planner"), a("coder")])
-    );
+    assert_eq!(derived.provenance.agents, BTreeSet::from([a("planner")]));
     assert_eq!(derived.provenance.resources, BTreeSet::from([r("wiki")]));
     assert_eq!(
         derived.provenance.source.parents,
         vec![FragmentId(1), FragmentId(2)]
     );
+    // With an agent outside the crew among its authors it would reach that agent, which
+    // cannot read the crew's fragment: refused, as is asking for User.
+    let mut coders = fragment("alice", Scope::User, &["coder"], &["wiki"]);
+    coders.id = FragmentId(6);
+    let err = graph
+        .authorize_derived(
+            &ctx("alice", "planner", 10),
+            &[&p1, &coders],
+            draft.clone(),
+            &system,
+        )
+        .unwrap_err();
+    assert!(matches!(err, AccessError::Widening { .. }), "{err}");
+    let mut as_user = draft.clone();
+    as_user.scope = Some(Scope::User);
+    let err = graph
+        .authorize_derived(&ctx("alice", "planner", 10), &[&p1], as_user, &system)
+        .unwrap_err();
+    assert!(matches!(err, AccessError::Widening { .. }), "{err}");
 
     // Asking for a wider scope than the parents' is refused.
     let mut wider = draft.clone();
@@ -717,7 +735,7 @@ fn derived_fragments_keep_the_user_and_narrowest_scope() {
     let err = graph
         .authorize_derived(
             &ctx("alice", "planner", 10),
-            &[&trace, &p2],
+            &[&trace, &coders],
             draft.clone(),
             &system,
         )
@@ -738,8 +756,19 @@ fn narrowest_scope_order() {
     );
     assert_eq!(
         narrowest([Scope::Group(g("crew-a")), Scope::Group(g("crew-b"))]),
-        Some(Scope::User)
+        Some(Scope::Agent)
     );
+    assert_eq!(
+        narrowest([Scope::User, Scope::Group(g("crew-a"))]),
+        Some(Scope::Agent)
+    );
+    assert_eq!(
+        narrowest([Scope::Group(g("crew-a")), Scope::Global]),
+        Some(Scope::Group(g("crew-a")))
+    );
+    assert!(within(Scope::Agent, Scope::Group(g("crew-a"))));
+    assert!(!within(Scope::User, Scope::Group(g("crew-a"))));
+    assert!(!within(Scope::Group(g("crew-a")), Scope::User));
     assert_eq!(
         narrowest([Scope::User, Scope::Agent, Scope::Global]),
         Some(Scope::Agent)
