@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use colmem_core::{
     ChangeFeed, ChangeOp, FragmentId, FragmentMeta, Granularity, ReadFilter, StoredFragment,
@@ -272,6 +272,9 @@ pub struct HybridIndex {
     config: HybridConfig,
     dir: Option<PathBuf>,
     state: RwLock<State>,
+    /// Held for a whole catch-up: two at once could apply a record loaded before a
+    /// delete after the delete was applied, and bring the fragment back for good.
+    catching_up: Mutex<()>,
 }
 
 const CATCH_UP_BATCH: usize = 4096;
@@ -314,6 +317,7 @@ impl HybridIndex {
             lexical,
             config,
             dir: None,
+            catching_up: Mutex::new(()),
             state: RwLock::new(State {
                 postings: AccessPostings::new(),
                 granularity: GranularityPostings::default(),
@@ -497,6 +501,10 @@ impl HybridIndex {
 
     /// Applies every change of `feed` after the last applied sequence, in batches.
     pub fn catch_up(&self, feed: &dyn ChangeFeed) -> Result<CatchUp> {
+        let _one_at_a_time = self
+            .catching_up
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut report = CatchUp {
             seq: self.seq(),
             ..CatchUp::default()
@@ -845,7 +853,6 @@ impl HybridIndex {
             let (plan, cover) = self.plan_for(&state, filter, &admitted);
             (admitted, plan, cover)
         };
-        let (count, total) = (plan.admitted, plan.total);
         if plan.strategy == Strategy::Empty || query.k == 0 {
             return Ok(Vec::new());
         }
@@ -855,14 +862,10 @@ impl HybridIndex {
         } else {
             query.k
         };
-        // Every fragment admitted: the backends need no predicate at all.
-        let everything = count == total;
+        // The backends always get the admitted set, even when it held every fragment:
+        // a catch-up may add another reader's fragment to them once the lock is let go.
         let admitted = Arc::new(admitted);
-        let admit = if everything {
-            Admit::All
-        } else {
-            Admit::Only(admitted.clone())
-        };
+        let admit = Admit::Only(admitted.clone());
         let vector_hits = match query.vector {
             None => Vec::new(),
             Some(vector) => match plan.strategy {

@@ -1,17 +1,12 @@
 //! Re-embedding: replacing the stored vectors of existing fragments when the
 //! embedder changed, so the indexes can rebuild from the store alone.
 
-use std::time::Duration;
-
 use colmem_core::{Embedding, FragmentId};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 
 use crate::codec::{self, id_param};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::sqlite::SqliteStore;
-
-/// How long the re-embedding connection waits on the writer's lock.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl SqliteStore {
     /// Replaces the embeddings of existing fragments in one transaction and
@@ -20,23 +15,13 @@ impl SqliteStore {
     /// and so is the audit log (no content changes). Ids that no longer exist
     /// (purged meanwhile) are skipped; returns how many were replaced.
     pub fn replace_embeddings(&self, items: &[(FragmentId, Embedding)]) -> Result<usize> {
-        let Some(path) = self.path() else {
-            return Err(Error::InvalidInput(
-                "an in-memory store cannot be re-embedded from outside: write fragments with their new embeddings instead".to_owned(),
-            ));
-        };
-        let mut conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|e| Error::CannotOpen {
-            path: path.to_path_buf(),
-            detail: e.to_string(),
-        })?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut replaced = 0;
-        {
+        // Checked as a write's embeddings are: one an index cannot take would stop every
+        // later catch-up.
+        for (_, embedding) in items {
+            self.check_embedding(embedding)?;
+        }
+        self.write_tx(|tx, _now| {
+            let mut replaced = 0;
             let mut exists = tx.prepare("SELECT 1 FROM fragments WHERE id = ?1")?;
             let mut put = tx.prepare(
                 "INSERT INTO embeddings (fragment, embedder, dim, vector) VALUES (?1, ?2, ?3, ?4)
@@ -60,9 +45,8 @@ impl SqliteStore {
                 change.execute(params![raw, "put"])?;
                 replaced += 1;
             }
-        }
-        tx.commit()?;
-        Ok(replaced)
+            Ok(replaced)
+        })
     }
 }
 
@@ -76,7 +60,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::{FragmentStore, Interaction, Purge, StoreConfig};
+    use crate::{Error, FragmentStore, Interaction, Purge, StoreConfig};
 
     fn fragment(user: UserId, agent: AgentId, vector: Vec<f32>) -> NewFragment {
         NewFragment {
@@ -139,5 +123,32 @@ mod tests {
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].fragment, ids[0]);
         assert_eq!(changes[0].op, ChangeOp::Put);
+    }
+
+    #[test]
+    fn a_vector_no_index_could_take_is_refused_and_nothing_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("s.db"), StoreConfig::default()).unwrap();
+        let user = UserId::new("reembed-u").unwrap();
+        let agent = AgentId::new("reembed-a").unwrap();
+        let id = store
+            .write(&Interaction {
+                user,
+                agent,
+                fragments: vec![fragment(user, agent, vec![1.0, 0.0])],
+                idempotency_key: None,
+            })
+            .unwrap()
+            .ids[0];
+        let head = store.head().unwrap();
+        for vector in [vec![f32::NAN, 0.0], vec![f32::INFINITY, 0.0], Vec::new()] {
+            let bad = Embedding {
+                embedder: "new".to_owned(),
+                vector,
+            };
+            let err = store.replace_embeddings(&[(id, bad)]).unwrap_err();
+            assert!(matches!(err, Error::InvalidInput(_)), "{err}");
+        }
+        assert_eq!(store.head().unwrap(), head, "nothing was announced");
     }
 }

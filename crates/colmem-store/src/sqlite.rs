@@ -263,8 +263,25 @@ impl SqliteStore {
         }
     }
 
+    /// Refuses an embedding no index could take: too long, empty, unnamed, or holding
+    /// a number that is not finite.
+    pub(crate) fn check_embedding(&self, e: &Embedding) -> Result<()> {
+        self.check_len("embedding", e.vector.len() * 4)?;
+        if e.vector.is_empty() || e.embedder.is_empty() {
+            return Err(Error::InvalidInput(
+                "an embedding needs a non-empty vector and an embedder id".to_owned(),
+            ));
+        }
+        if e.vector.iter().any(|x| !x.is_finite()) {
+            return Err(Error::InvalidInput(
+                "an embedding must hold finite numbers only".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction with the store's "now".
-    fn write_tx<T>(
+    pub(crate) fn write_tx<T>(
         &self,
         mut body: impl FnMut(&Transaction<'_>, Timestamp) -> Result<T>,
     ) -> Result<T> {
@@ -349,17 +366,7 @@ impl SqliteStore {
                 + f.provenance.source.session.as_ref().map_or(0, String::len),
         )?;
         if let Some(e) = &f.embedding {
-            self.check_len("embedding", e.vector.len() * 4)?;
-            if e.vector.is_empty() || e.embedder.is_empty() {
-                return Err(Error::InvalidInput(
-                    "an embedding needs a non-empty vector and an embedder id".to_owned(),
-                ));
-            }
-            if e.vector.iter().any(|x| !x.is_finite()) {
-                return Err(Error::InvalidInput(
-                    "an embedding must hold finite numbers only".to_owned(),
-                ));
-            }
+            self.check_embedding(e)?;
         }
         if f.provenance
             .source

@@ -102,7 +102,7 @@ impl Memory {
                 .collect();
             if !stale.is_empty() {
                 let texts: Vec<&str> = stale.iter().map(|s| s.fragment.content.as_str()).collect();
-                let vectors = engine.embedder.embed(&texts)?;
+                let vectors = engine.embedder.embed_checked(&texts)?;
                 let items: Vec<(FragmentId, Embedding)> = stale
                     .iter()
                     .zip(vectors)
