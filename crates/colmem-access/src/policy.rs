@@ -397,6 +397,18 @@ pub struct ReadPolicy {
 }
 
 impl ReadPolicy {
+    /// Transforms `fragments` as [`ReadPolicy::apply`] transforms the hits it keeps (the
+    /// redactions), narrowing nothing: for what an answer reads beside the hits.
+    pub fn redact(&self, fragments: &mut [Fragment]) -> Result<()> {
+        let redactor = Redactor::new(&self.redact)?;
+        if !redactor.is_empty() {
+            for fragment in fragments {
+                fragment.content = redactor.apply(&fragment.content);
+            }
+        }
+        Ok(())
+    }
+
     /// Narrows and transforms `hits` (in rank order). The result is always a
     /// subsequence of the input, in the same order.
     pub fn apply<H: Hit>(&self, hits: Vec<H>) -> Result<Vec<H>> {

@@ -776,8 +776,28 @@ impl Pipeline {
         options: &RecallOptions,
     ) -> Result<Answered> {
         let recall = self.recall(caller, query, options)?;
+        let replaced = self.replaced_by_evidence(caller, &recall, options.view)?;
+        self.answer_from(recall, &replaced)
+    }
+
+    /// The facts `recall`'s facts replaced, generation by generation (see
+    /// [`Pipeline::answer`]), that the caller may read now: what an answer reads beside
+    /// the evidence. A caller that narrows or redacts the recall (a read policy) does
+    /// the same to these before [`Pipeline::answer_from`].
+    pub fn replaced_by_evidence(
+        &self,
+        caller: &Caller<'_>,
+        recall: &Recall,
+        view: View,
+    ) -> Result<Vec<Fragment>> {
         let evidence: Vec<&Fragment> = recall.hits.iter().map(|h| &h.fragment).collect();
-        let replaced = self.replaced(caller, &evidence, options.view)?;
+        self.replaced(caller, &evidence, view)
+    }
+
+    /// Full mode over a recall as shown to the caller and the facts its evidence
+    /// replaced: the answer reads nothing else.
+    pub fn answer_from(&self, recall: Recall, replaced: &[Fragment]) -> Result<Answered> {
+        let evidence: Vec<&Fragment> = recall.hits.iter().map(|h| &h.fragment).collect();
         let replaced: Vec<&Fragment> = replaced.iter().collect();
         let answer = self
             .roles

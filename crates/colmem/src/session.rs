@@ -198,16 +198,29 @@ impl<'m> Session<'m> {
         })
     }
 
-    /// Full mode: recall, then answer from the evidence (offline: the best span).
+    /// Full mode: recall, then answer from the evidence (offline: the best span). The
+    /// answer reads only what the read policy shows: the evidence after it, and the facts
+    /// the evidence replaced redacted as the evidence is. Every fragment the answer read
+    /// is audited.
     pub fn answer(&self, query: &str, options: &RecallOptions) -> Result<Answered> {
         self.with_caller(|caller| {
-            let mut answered = self
-                .memory
-                .engine()?
-                .pipeline
-                .answer(caller, query, options)?;
-            answered.recall.hits = self.shown(answered.recall.hits)?;
-            self.audit_read(&answered.recall)?;
+            let pipeline = &self.memory.engine()?.pipeline;
+            let mut recall = pipeline.recall(caller, query, options)?;
+            recall.hits = self.shown(recall.hits)?;
+            let mut replaced = pipeline.replaced_by_evidence(caller, &recall, options.view)?;
+            self.memory.config.policy.read.redact(&mut replaced)?;
+            let answered = pipeline.answer_from(recall, &replaced)?;
+            self.memory.store.record_reads(&[ReadRecord {
+                user: self.user,
+                agent: self.agent,
+                returned: answered
+                    .recall
+                    .hits
+                    .iter()
+                    .map(|h| h.fragment.id)
+                    .chain(replaced.iter().map(|f| f.id))
+                    .collect(),
+            }])?;
             Ok(answered)
         })
     }

@@ -691,3 +691,26 @@ fn share_splits_into_a_private_and_a_redacted_shared_part() {
         "bob sees only the redacted shared part: {bob:?}"
     );
 }
+
+#[test]
+fn an_answer_reads_only_what_the_read_policy_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = logical();
+    config.policy.read.redact = vec![parts::access::Redaction::Names(vec!["Oslo".to_owned()])];
+    let memory = Memory::open(dir.path(), config).unwrap();
+    setup(&memory);
+    let session = memory.session(user("alice"), agent("planner")).unwrap();
+    session
+        .remember(&turn("D1:1", "alice", "I live in Oslo with my two cats."))
+        .unwrap();
+    tick(&memory);
+    let answered = session
+        .answer("Where does alice live?", &RecallOptions::default())
+        .unwrap();
+    assert!(!answered.answer.text.is_empty());
+    assert!(
+        !answered.answer.text.contains("Oslo"),
+        "{}",
+        answered.answer.text
+    );
+}
