@@ -503,22 +503,13 @@ impl Pipeline {
         let mut plain = Vec::new();
         let mut kept = Vec::new();
         for p in pending {
-            // What a retry finds stored is the text as written: through the caller's
-            // write policy (a phone number redacted), not as constructed.
-            let as_written = || -> Result<String> {
-                Ok(caller
-                    .authorize(self.draft(p.memory, p.granularity, turn))?
-                    .content)
-            };
             // A keyed retry of a call that failed part-way keeps the raw turn that
             // call wrote.
             if key.is_some()
                 && p.granularity == Granularity::RawTurn
                 && let Some(same) = self
                     .own_turn(caller, caller.filter(), &turn.dialogue_id)?
-                    .map(|f| as_written().map(|text| (f.content == text).then_some(f)))
-                    .transpose()?
-                    .flatten()
+                    .filter(|f| f.content == p.memory.content)
             {
                 kept.push(same.id);
                 continue;
@@ -527,11 +518,9 @@ impl Pipeline {
                 let mut held = self.held_facts(caller, p.memory, &turn.text)?;
                 // The same fact from the same turn is held already (a retry after a
                 // failure part-way): keep it rather than write a second copy.
-                let written = as_written()?;
-                if let Some(same) = held
-                    .iter()
-                    .find(|f| f.content == written && f.provenance.source.turns == p.memory.turns)
-                {
+                if let Some(same) = held.iter().find(|f| {
+                    f.content == p.memory.content && f.provenance.source.turns == p.memory.turns
+                }) {
                     kept.push(same.id);
                     continue;
                 }

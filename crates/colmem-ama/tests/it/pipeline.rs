@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use colmem_access::{AccessGraph, Context, Redaction, SystemPolicy, WritePolicies, WritePolicySet};
+use colmem_access::{AccessGraph, Context, SystemPolicy};
 use colmem_ama::{
     Caller, ConstructorConfig, MAX_K, Origin, Pipeline, PipelineConfig, Recall, RecallOptions,
     RetrieverConfig, Roles, Route, TurnInput,
@@ -519,40 +519,6 @@ fn a_keyed_remember_is_written_once_however_often_it_is_retried() {
         .unwrap();
     assert!(other.replayed, "{other:?}");
     assert_eq!(other.written, first.written);
-}
-
-#[test]
-fn a_retry_finds_what_the_write_policy_wrote() {
-    let (world, u, a) = one_pair();
-    let policies = WritePolicySet::new(WritePolicies {
-        mandatory: vec![Redaction::Phones],
-        ..WritePolicies::default()
-    })
-    .unwrap();
-    let caller = world
-        .caller(u, a)
-        .unwrap()
-        .with_write_policies(&policies, Vec::new());
-    let said = turn(
-        "D1:2",
-        "My sister Ana is a nurse, call her on 555-123-4567.",
-    );
-    world.pipeline.remember(&caller, &said).unwrap();
-    let before = stored(&world, u, a);
-    assert!(
-        before.iter().all(|f| !f.content.contains("555-123-4567")),
-        "{before:?}"
-    );
-    // A call that failed after its writes: the retry finds them as written.
-    world
-        .pipeline
-        .remember_keyed(&caller, &said, Some("req-2"))
-        .unwrap();
-    assert_eq!(
-        stored(&world, u, a).len(),
-        before.len(),
-        "the retry wrote a second copy"
-    );
 }
 
 #[test]
