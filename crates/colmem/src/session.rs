@@ -78,14 +78,10 @@ impl<'m> Session<'m> {
     }
 
     /// Runs `body` with a caller checked against the graph at the memory's now.
-    /// Runs `body` as this session, every fragment it writes through the write
-    /// policies (DESIGN section 4).
     fn with_caller<T>(&self, body: impl FnOnce(&Caller<'_>) -> Result<T>) -> Result<T> {
         let graph = self.memory.graph();
         let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
-        let known_users = graph.users().into_iter().collect();
-        let caller = Caller::new(&graph, &self.memory.system, ctx)?
-            .with_write_policies(&self.memory.write_policies, known_users);
+        let caller = Caller::new(&graph, &self.memory.system, ctx)?;
         body(&caller)
     }
 
@@ -156,16 +152,7 @@ impl<'m> Session<'m> {
                 drafts.push(draft);
             }
         }
-        // The parts are the policy's already: written as they are.
-        let ids = {
-            let graph = self.memory.graph();
-            let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
-            let caller = Caller::new(&graph, &self.memory.system, ctx)?;
-            self.memory
-                .engine()?
-                .pipeline
-                .write_drafts(&caller, drafts, None)?
-        };
+        let ids = self.write(drafts, None)?;
         let id = |slot: Option<usize>| slot.and_then(|i| ids.get(i).copied());
         Ok(Shared {
             private: id(slots[0]),

@@ -714,27 +714,3 @@ fn an_answer_reads_only_what_the_read_policy_shows() {
         answered.answer.text
     );
 }
-
-#[test]
-fn what_a_session_remembers_passes_through_the_write_policy() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = logical();
-    config.policy.write.mandatory = vec![parts::access::Redaction::Phones];
-    let memory = Memory::open(dir.path(), config).unwrap();
-    setup(&memory);
-    let session = memory.session(user("alice"), agent("planner")).unwrap();
-    session
-        .remember(&turn(
-            "D1:1",
-            "alice",
-            "Call me on 555-123-4567 about the dentist tomorrow.",
-        ))
-        .unwrap();
-    tick(&memory);
-    let seen = contents(&memory, "alice", "planner", "dentist", View::Current);
-    assert!(!seen.is_empty());
-    assert!(
-        seen.iter().all(|c| !c.contains("555-123-4567")),
-        "a mandatory redaction was dropped: {seen:?}"
-    );
-}
