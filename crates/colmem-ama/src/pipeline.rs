@@ -16,7 +16,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use colmem_core::{Draft, Fragment, FragmentId, Granularity, Kind, Source, UserId, Validity, View};
+use colmem_core::{
+    Draft, Fragment, FragmentId, Granularity, Kind, Scope, Source, UserId, Validity, View,
+};
 use colmem_index::{HybridIndex, Query, Signal};
 use colmem_llm::{ChatModel, Embedder};
 use colmem_store::{Delete, FragmentStore, Interaction, ListQuery, Order, Supersede};
@@ -972,50 +974,67 @@ impl Pipeline {
             .iter()
             .map(|id| self.store.get(*id))
             .collect::<colmem_store::Result<Vec<_>>>()?;
-        let parents: Vec<&Fragment> = olds.iter().collect();
-        let mut draft = self.draft(memory, Granularity::Fact, turn);
-        draft.scope = None;
-        let mut new = caller.authorize_derived(&parents, draft)?;
-        new.embedding = Some(
-            self.embedder
-                .embed_one(&new.content)
-                .map_err(Error::model("embedder"))?,
-        );
-        let (first, rest) = olds
-            .split_first()
-            .ok_or_else(|| Error::InvalidInput("nothing to supersede".into()))?;
-        let new_id = self.store.supersede(&Supersede {
-            user: caller.user(),
-            agent: caller.agent(),
-            old: first.id,
-            new,
-        })?;
-        let mut pairs = vec![(first.id, new_id)];
-        for old in rest {
-            self.store.supersede_by(&colmem_store::SupersedeBy {
-                user: caller.user(),
-                agent: caller.agent(),
-                old: old.id,
-                successor: new_id,
-            })?;
-            pairs.push((old.id, new_id));
+        // One successor per scope among the stale facts: facts of scopes that are not
+        // nested (a crew's and a user's) share no scope a successor could take whose
+        // readers all read each of them, so each scope's readers get their own.
+        let mut scopes: Vec<Scope> = Vec::new();
+        for old in &olds {
+            if !scopes.contains(&old.scope) {
+                scopes.push(old.scope);
+            }
         }
-        // The profile entries drawn from what a stale fact said are stale with it. One
-        // closed earlier in this turn may still be listed (the caller's filter was
-        // compiled before it): its row says so.
+        let mut pairs = Vec::new();
         let profile =
             self.own_fragments(caller, View::Current, None, Some(Granularity::Profile))?;
-        for entry in profile
-            .iter()
-            .filter(|p| p.superseded_by.is_none() && olds.iter().any(|old| drawn_from(p, old)))
-        {
-            self.store.supersede_by(&colmem_store::SupersedeBy {
+        for scope in scopes {
+            let olds: Vec<&Fragment> = olds.iter().filter(|f| f.scope == scope).collect();
+            let mut draft = self.draft(memory, Granularity::Fact, turn);
+            draft.scope = None;
+            let mut new = caller.authorize_derived(&olds, draft)?;
+            new.embedding = Some(
+                self.embedder
+                    .embed_one(&new.content)
+                    .map_err(Error::model("embedder"))?,
+            );
+            let (first, rest) = olds
+                .split_first()
+                .ok_or_else(|| Error::InvalidInput("nothing to supersede".into()))?;
+            let new_id = self.store.supersede(&Supersede {
                 user: caller.user(),
                 agent: caller.agent(),
-                old: entry.id,
-                successor: new_id,
+                old: first.id,
+                new,
             })?;
-            pairs.push((entry.id, new_id));
+            pairs.push((first.id, new_id));
+            for old in rest {
+                self.store.supersede_by(&colmem_store::SupersedeBy {
+                    user: caller.user(),
+                    agent: caller.agent(),
+                    old: old.id,
+                    successor: new_id,
+                })?;
+                pairs.push((old.id, new_id));
+            }
+            // The profile entries drawn from what a stale fact said are stale with it.
+            // One closed earlier in this turn may still be listed (the caller's filter
+            // was compiled before it): its row says so.
+            let drawn: Vec<&Fragment> = profile
+                .iter()
+                .filter(|p| {
+                    p.superseded_by.is_none()
+                        && !pairs.iter().any(|(old, _)| *old == p.id)
+                        && olds.iter().any(|old| drawn_from(p, old))
+                })
+                .collect();
+            for entry in drawn {
+                self.store.supersede_by(&colmem_store::SupersedeBy {
+                    user: caller.user(),
+                    agent: caller.agent(),
+                    old: entry.id,
+                    successor: new_id,
+                })?;
+                pairs.push((entry.id, new_id));
+            }
         }
         Ok(pairs)
     }

@@ -2791,3 +2791,61 @@ fn an_allergy_told_as_well_or_a_blood_pressure_replaces_nothing() {
     assert!(world.recalls_current_fact(u, a, "allergic to shellfish"));
     assert!(world.recalls_current_fact(u, a, "B positive"));
 }
+
+#[test]
+fn an_update_of_facts_a_crew_and_the_user_hold_gives_each_its_own_successor() {
+    let (mut world, u, planner) = one_pair();
+    let coder = AgentId::new("coder").unwrap();
+    let crew = colmem_core::GroupId::new("crew").unwrap();
+    for change in [
+        AccessChange::Register {
+            principal: Principal::Agent(coder),
+        },
+        AccessChange::Grant {
+            edge: Edge::Invoke {
+                user: u,
+                agent: coder,
+            },
+            until: None,
+        },
+        AccessChange::Register {
+            principal: Principal::Group(crew, colmem_core::GroupKind::Crew),
+        },
+        AccessChange::Grant {
+            edge: Edge::Member {
+                member: colmem_core::Member::Agent(planner),
+                group: crew,
+            },
+            until: None,
+        },
+    ] {
+        world.log(change);
+    }
+    // The crew's agent holds one fact of the home, the crewless one another (User).
+    world.dana_says(
+        u,
+        planner,
+        &[("D1:1", "My flat is in Denver, near the park.", "2023-01-05")],
+    );
+    world.dana_says(
+        u,
+        coder,
+        &[("D1:2", "I live in Denver with two cats.", "2023-01-06")],
+    );
+    let scopes: Vec<Scope> = stored(&world, u, planner)
+        .iter()
+        .filter(|f| f.granularity == Granularity::Fact && f.content.contains("Denver"))
+        .map(|f| f.scope)
+        .collect();
+    assert!(scopes.contains(&Scope::User) && scopes.iter().any(|s| matches!(s, Scope::Group(_))));
+    // The move closes both; before, their meet was refused and the turn failed.
+    world.dana_says(
+        u,
+        planner,
+        &[("D1:3", "I moved to Boston last week.", "2023-03-01")],
+    );
+    for agent in [planner, coder] {
+        assert!(!world.recalls_current_fact(u, agent, "Denver"));
+    }
+    assert!(world.recalls_current_fact(u, coder, "Boston"));
+}
