@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use colmem_core::{
-    Draft, Fragment, FragmentId, Granularity, Kind, Scope, Source, UserId, Validity, View,
+    AgentId, Draft, Fragment, FragmentId, Granularity, Kind, Scope, Source, UserId, Validity, View,
 };
 use colmem_index::{HybridIndex, Query, Signal};
 use colmem_llm::{ChatModel, Embedder};
@@ -321,7 +321,10 @@ pub struct Pipeline {
     embedder: Arc<dyn Embedder>,
     roles: Roles,
     config: PipelineConfig,
-    open_episodes: Mutex<HashMap<(UserId, String), Vec<TurnInput>>>,
+    /// The turns of each open episode, per user, serving agent and session: an episode
+    /// summarises only what was said through its agent, so it never carries turns
+    /// written under another agent's scope into its own.
+    open_episodes: Mutex<HashMap<(UserId, AgentId, String), Vec<TurnInput>>>,
 }
 
 /// A memory on its way to the store, with the granularity it is written as.
@@ -457,7 +460,7 @@ impl Pipeline {
                     .open_episodes
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner);
-                for ((user, _), buffer) in open.iter_mut() {
+                for ((user, _, _), buffer) in open.iter_mut() {
                     if *user == caller.user() {
                         buffer.retain(|t| !forgotten_turns.contains(&&t.dialogue_id));
                     }
@@ -477,7 +480,7 @@ impl Pipeline {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             let buffer = open
-                .entry((caller.user(), turn.session.clone()))
+                .entry((caller.user(), caller.agent(), turn.session.clone()))
                 .or_default();
             self.roles.constructor.observe(turn, buffer)?
         };
@@ -576,7 +579,7 @@ impl Pipeline {
                 .open_episodes
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            match open.get_mut(&(caller.user(), session.to_owned())) {
+            match open.get_mut(&(caller.user(), caller.agent(), session.to_owned())) {
                 Some(buffer) => self.roles.constructor.close(buffer)?,
                 None => None,
             }

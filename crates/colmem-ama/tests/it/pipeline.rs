@@ -2849,3 +2849,49 @@ fn an_update_of_facts_a_crew_and_the_user_hold_gives_each_its_own_successor() {
     }
     assert!(world.recalls_current_fact(u, coder, "Boston"));
 }
+
+#[test]
+fn an_episode_holds_only_what_was_said_through_its_agent() {
+    let (mut world, u, helper) = one_pair();
+    let coder = AgentId::new("coder").unwrap();
+    for change in [
+        AccessChange::Register {
+            principal: Principal::Agent(coder),
+        },
+        AccessChange::Grant {
+            edge: Edge::Invoke {
+                user: u,
+                agent: coder,
+            },
+            until: None,
+        },
+    ] {
+        world.log(change);
+    }
+    world.dana_says(
+        u,
+        coder,
+        &[(
+            "D1:1",
+            "The vault code is kept under the marmalade jar.",
+            "2023-01-05",
+        )],
+    );
+    world.dana_says(
+        u,
+        helper,
+        &[(
+            "D1:2",
+            "I am planning a trip to Lisbon in spring.",
+            "2023-01-05",
+        )],
+    );
+    let caller = world.caller(u, helper).unwrap();
+    let episode = world
+        .pipeline
+        .close_episode(&caller, "D1")
+        .unwrap()
+        .expect("the helper's turns make an episode");
+    let summary = world.store.get(episode).unwrap().content;
+    assert!(!summary.contains("marmalade"), "{summary}");
+}
