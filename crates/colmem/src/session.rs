@@ -199,9 +199,9 @@ impl<'m> Session<'m> {
     }
 
     /// Full mode: recall, then answer from the evidence (offline: the best span). The
-    /// answer reads only what the read policy shows: the evidence after it, and the facts
-    /// the evidence replaced redacted as the evidence is. Every fragment the answer read
-    /// is audited.
+    /// answer reads the evidence as the read policy shows it (narrowed and redacted), and
+    /// the facts that evidence replaced, redacted as the evidence is. Every fragment the
+    /// answer read is audited.
     pub fn answer(&self, query: &str, options: &RecallOptions) -> Result<Answered> {
         self.with_caller(|caller| {
             let pipeline = &self.memory.engine()?.pipeline;
