@@ -336,6 +336,19 @@ fn pair_in(mut world: World) -> (World, UserId, AgentId) {
     (world, user, agent)
 }
 
+/// Registers agent `name` and lets `user` invoke it.
+fn another_agent(world: &mut World, user: UserId, name: &str) -> AgentId {
+    let agent = AgentId::new(name).unwrap();
+    world.log(AccessChange::Register {
+        principal: Principal::Agent(agent),
+    });
+    world.log(AccessChange::Grant {
+        edge: Edge::Invoke { user, agent },
+        until: None,
+    });
+    agent
+}
+
 fn turn(id: &str, text: &str) -> TurnInput {
     TurnInput {
         dialogue_id: id.to_owned(),
@@ -2795,19 +2808,9 @@ fn an_allergy_told_as_well_or_a_blood_pressure_replaces_nothing() {
 #[test]
 fn an_update_of_facts_a_crew_and_the_user_hold_gives_each_its_own_successor() {
     let (mut world, u, planner) = one_pair();
-    let coder = AgentId::new("coder").unwrap();
+    let coder = another_agent(&mut world, u, "coder");
     let crew = colmem_core::GroupId::new("crew").unwrap();
     for change in [
-        AccessChange::Register {
-            principal: Principal::Agent(coder),
-        },
-        AccessChange::Grant {
-            edge: Edge::Invoke {
-                user: u,
-                agent: coder,
-            },
-            until: None,
-        },
         AccessChange::Register {
             principal: Principal::Group(crew, colmem_core::GroupKind::Crew),
         },
@@ -2853,21 +2856,7 @@ fn an_update_of_facts_a_crew_and_the_user_hold_gives_each_its_own_successor() {
 #[test]
 fn an_episode_holds_only_what_was_said_through_its_agent() {
     let (mut world, u, helper) = one_pair();
-    let coder = AgentId::new("coder").unwrap();
-    for change in [
-        AccessChange::Register {
-            principal: Principal::Agent(coder),
-        },
-        AccessChange::Grant {
-            edge: Edge::Invoke {
-                user: u,
-                agent: coder,
-            },
-            until: None,
-        },
-    ] {
-        world.log(change);
-    }
+    let coder = another_agent(&mut world, u, "coder");
     world.dana_says(
         u,
         coder,
