@@ -378,6 +378,17 @@ pub trait Hit {
     fn score(&self) -> f32;
 }
 
+/// Redacts what a reader is shown of `fragment`: its text, its key, and its keywords (a
+/// keyword the redaction would change is dropped, or "oslo" would stand beside
+/// "[name]").
+fn redact_fragment(redactor: &Redactor, fragment: &mut Fragment) {
+    fragment.content = redactor.apply(&fragment.content);
+    if let Some(key) = &fragment.key {
+        fragment.key = Some(redactor.apply(key));
+    }
+    fragment.keywords.retain(|k| redactor.apply(k) == *k);
+}
+
 /// What a reader is shown of the fragments the read rule lets it see.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -403,7 +414,7 @@ impl ReadPolicy {
         let redactor = Redactor::new(&self.redact)?;
         if !redactor.is_empty() {
             for fragment in fragments {
-                fragment.content = redactor.apply(&fragment.content);
+                redact_fragment(&redactor, fragment);
             }
         }
         Ok(())
@@ -451,8 +462,7 @@ impl ReadPolicy {
                 *count += 1;
             }
             if !redactor.is_empty() {
-                let fragment = hit.fragment_mut();
-                fragment.content = redactor.apply(&fragment.content);
+                redact_fragment(&redactor, hit.fragment_mut());
             }
             out.push(hit);
         }

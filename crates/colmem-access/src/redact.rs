@@ -62,8 +62,34 @@ static ISO_DATE: LazyLock<Regex> =
 static CARD: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\d(?:[ \-]?\d){12,18}").expect("constant pattern")); // invariant: a constant, valid pattern
 
+/// The digits of `s`, any script's (`\d` matches fullwidth "５" too).
 fn digit_count(s: &str) -> usize {
-    s.bytes().filter(u8::is_ascii_digit).count()
+    s.chars().filter(|c| c.is_numeric()).count()
+}
+
+/// The spans of `pattern` in `text` that `accept` keeps. A match it rejects does not
+/// hide one that starts inside it: the search goes on from the rejected match's next
+/// character ("I'm 30 5551234567": "30 55512" is glued to more digits, the phone after
+/// it is not).
+fn accepted(
+    pattern: &Regex,
+    text: &str,
+    accept: impl Fn(&regex::Match<'_>) -> bool,
+) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(m) = pattern.find_at(text, at) {
+        if accept(&m) {
+            out.push((m.start(), m.end()));
+            at = m.end().max(m.start() + 1);
+        } else {
+            at = m.start() + text[m.start()..].chars().next().map_or(1, char::len_utf8);
+        }
+        if at > text.len() {
+            break;
+        }
+    }
+    out
 }
 
 /// Whether the match is not glued to more digits or letters on either side.
@@ -77,10 +103,12 @@ fn standalone(text: &str, start: usize, end: usize) -> bool {
 /// the name starts or ends with a word character, so names ending in punctuation match.
 pub(crate) fn whole_word_pattern(name: &str) -> String {
     let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    // "Ann Lee" is "Ann  Lee" and "Ann\nLee" too.
+    let words: Vec<String> = name.split_whitespace().map(regex::escape).collect();
     format!(
         "(?i){}{}{}",
         if word(name.chars().next()) { r"\b" } else { "" },
-        regex::escape(name),
+        words.join(r"\s+"),
         if word(name.chars().next_back()) {
             r"\b"
         } else {
@@ -137,17 +165,18 @@ impl Redactor {
                     spans.extend(EMAIL.find_iter(text).map(|m| (m.start(), m.end(), label)));
                 }
                 Redaction::Phones => spans.extend(
-                    PHONE
-                        .find_iter(text)
-                        .filter(|m| (7..=15).contains(&digit_count(m.as_str())))
-                        .filter(|m| !ISO_DATE.is_match(m.as_str()))
-                        .filter(|m| standalone(text, m.start(), m.end()))
-                        .map(|m| (m.start(), m.end(), label)),
+                    accepted(&PHONE, text, |m| {
+                        (7..=15).contains(&digit_count(m.as_str()))
+                            && !ISO_DATE.is_match(m.as_str())
+                            && standalone(text, m.start(), m.end())
+                    })
+                    .into_iter()
+                    .map(|(s, e)| (s, e, label)),
                 ),
                 Redaction::CardNumbers => spans.extend(
-                    CARD.find_iter(text)
-                        .filter(|m| standalone(text, m.start(), m.end()))
-                        .map(|m| (m.start(), m.end(), label)),
+                    accepted(&CARD, text, |m| standalone(text, m.start(), m.end()))
+                        .into_iter()
+                        .map(|(s, e)| (s, e, label)),
                 ),
                 Redaction::Names(_) => {}
             }
@@ -228,6 +257,11 @@ mod tests {
             ("card 4111 1111 1111 1111 expires", "card [card] expires"),
             ("card 4111-1111-1111-1111", "card [card]"),
             ("zoë and ANN LEE met", "[name] and [name] met"),
+            // A match rejected as glued to more digits hides no phone after it.
+            ("I'm 30 5551234567", "I'm 30 [phone]"),
+            ("call ５５５-１２３-４５６７", "call [phone]"),
+            ("acct 5678 4111 1111 1111 1111", "acct 5678 [card]"),
+            ("Ann  Lee and Ann\nLee", "[name] and [name]"),
         ];
         for (input, expected) in cases {
             assert_eq!(redact(&all(), input), expected, "{input}");

@@ -249,6 +249,19 @@ fn read_policy_limits_tiers_thresholds_keywords_and_redacts() {
     let out = policy.apply(hits).unwrap();
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].0.content, "coffee with [email]");
+
+    // A redacted name leaves no trace in the keywords or the key shown beside the text.
+    let mut oslo = hit(6, Scope::User, "Ann lives in Oslo", 0.9);
+    oslo.0.key = Some("ann/home".into());
+    oslo.0.keywords = vec!["ann".into(), "lives".into(), "oslo".into()];
+    let policy = ReadPolicy {
+        redact: vec![Redaction::Names(vec!["Ann".into(), "Oslo".into()])],
+        ..ReadPolicy::default()
+    };
+    let shown = &policy.apply(vec![oslo]).unwrap()[0].0;
+    assert_eq!(shown.content, "[name] lives in [name]");
+    assert_eq!(shown.keywords, vec!["lives".to_owned()]);
+    assert_eq!(shown.key.as_deref(), Some("[name]/home"));
 }
 
 proptest! {
