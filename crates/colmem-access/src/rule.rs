@@ -177,6 +177,13 @@ impl AccessGraph {
                     name: other.as_str().to_owned(),
                 });
             }
+            // Provenance agents ⊆ A(u,t) (DESIGN section 2): naming another agent as an
+            // author would let it read an agent-private fragment, or put words in its mouth.
+            if !invocable.contains(other) {
+                return Err(forbidden(Denial::Write(format!(
+                    "agent {other} is named as an author but may not serve user {u} now"
+                ))));
+            }
         }
         agents.insert(a);
         Ok(NewFragment {

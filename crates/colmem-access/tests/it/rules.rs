@@ -581,6 +581,15 @@ fn write_rule() {
             },
             "resource the agent may not use",
         ),
+        (
+            ctx("alice", "planner", 10),
+            {
+                let mut d = draft(Some(Scope::Agent));
+                d.agents.insert(a("outsider"));
+                d
+            },
+            "a co-author the user may not invoke",
+        ),
     ];
     for (c, d, why) in refused {
         let err = graph.authorize_write(&c, d, &system).unwrap_err();
@@ -593,6 +602,14 @@ fn write_rule() {
                 draft(Some(Scope::Global)),
                 &system
             )
+            .is_ok()
+    );
+    // A co-author the user may invoke is fine.
+    let mut both = draft(Some(Scope::Agent));
+    both.agents.insert(a("coder"));
+    assert!(
+        graph
+            .authorize_write(&ctx("alice", "planner", 10), both, &system)
             .is_ok()
     );
     assert!(
