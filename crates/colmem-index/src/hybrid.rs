@@ -857,10 +857,13 @@ impl HybridIndex {
             return Ok(Vec::new());
         }
         let both = query.vector.is_some() && query.text.is_some() && self.lexical.is_some();
+        // No search returns more than the filter admits: a huge `k` is no allocation.
+        let admitted_count = usize::try_from(plan.admitted).unwrap_or(usize::MAX);
+        let k = query.k.min(admitted_count);
         let depth = if both {
-            query.k.max(self.config.fusion.depth)
+            k.max(self.config.fusion.depth).min(admitted_count)
         } else {
-            query.k
+            k
         };
         // The backends always get the admitted set, even when it held every fragment:
         // a catch-up may add another reader's fragment to them once the lock is let go.
@@ -932,7 +935,7 @@ impl HybridIndex {
                 })
                 .then_with(|| a.id.cmp(&b.id))
         });
-        hits.truncate(query.k);
+        hits.truncate(k);
         Ok(hits)
     }
 }

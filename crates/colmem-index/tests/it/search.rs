@@ -888,3 +888,38 @@ fn a_rare_granularity_gets_its_exact_bm25_top_k() {
         }
     }
 }
+
+#[test]
+fn a_huge_k_returns_what_the_filter_admits_and_no_more() {
+    let records = corpus();
+    let index = build(
+        Arc::new(FlatIndex::new(DIM)),
+        Some(Arc::new(MemoryBm25::new())),
+        planned(),
+        records,
+    );
+    for (name, filter, _) in readers() {
+        let admitted = records
+            .iter()
+            .filter(|r| filter.admits(&r.fragment.meta()))
+            .count();
+        let query = Query {
+            vector: Some(records[0].embedding.as_ref().unwrap().vector.as_slice()),
+            text: Some(&records[0].fragment.content),
+            k: usize::MAX,
+            granularities: &[],
+        };
+        let hits = index.search(&query, &filter).unwrap();
+        assert!(
+            hits.len() <= admitted,
+            "{name}: {} > {admitted}",
+            hits.len()
+        );
+        assert!(hits.iter().all(|h| {
+            records
+                .iter()
+                .find(|r| r.fragment.id == h.id)
+                .is_some_and(|r| filter.admits(&r.fragment.meta()))
+        }));
+    }
+}
