@@ -270,10 +270,17 @@ impl Judge for OfflineJudge {
             .as_deref()
             .is_some_and(|speaker| of_kin_alone(&new.content, speaker));
         // "Joe read our chat: he's a dental hygienist" is not the speaker's own job.
-        let opens_with_kin = new.speaker.as_deref().is_some_and(|speaker| {
-            held.iter()
-                .any(|f| opens_with_kin_named_in(&new.content, &f.content, speaker))
-        });
+        let names_kin_of: Vec<FragmentId> = new
+            .speaker
+            .as_deref()
+            .map(|speaker| {
+                held.iter()
+                    .filter(|f| opens_with_kin_named_in(&new.content, &f.content, speaker))
+                    .map(|f| f.id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let opens_with_kin = !names_kin_of.is_empty();
         let mut out = Vec::new();
         for f in held
             .iter()
@@ -285,9 +292,7 @@ impl Judge for OfflineJudge {
             // "my flatmate Aoife changed course to law".
             let of_named_kin = attribute.is_some()
                 && f.key.as_deref().and_then(|k| k.rsplit('/').next()) == attribute
-                && new.speaker.as_deref().is_some_and(|speaker| {
-                    opens_with_kin_named_in(&new.content, &f.content, speaker)
-                });
+                && names_kin_of.contains(&f.id);
             let speakers_own = f.key.as_deref().is_some_and(|k| k.split('/').count() == 2);
             if opens_with_kin && speakers_own && !of_named_kin {
                 continue;

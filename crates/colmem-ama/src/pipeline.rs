@@ -1009,15 +1009,6 @@ impl Pipeline {
                 new,
             })?;
             pairs.push((first.id, new_id));
-            for old in rest {
-                self.store.supersede_by(&colmem_store::SupersedeBy {
-                    user: caller.user(),
-                    agent: caller.agent(),
-                    old: old.id,
-                    successor: new_id,
-                })?;
-                pairs.push((old.id, new_id));
-            }
             // The profile entries drawn from what a stale fact said are stale with it.
             // One closed earlier in this turn may still be listed (the caller's filter
             // was compiled before it): its row says so.
@@ -1029,14 +1020,14 @@ impl Pipeline {
                         && olds.iter().any(|old| drawn_from(p, old))
                 })
                 .collect();
-            for entry in drawn {
+            for also in rest.iter().copied().chain(drawn) {
                 self.store.supersede_by(&colmem_store::SupersedeBy {
                     user: caller.user(),
                     agent: caller.agent(),
-                    old: entry.id,
+                    old: also.id,
                     successor: new_id,
                 })?;
-                pairs.push((entry.id, new_id));
+                pairs.push((also.id, new_id));
             }
         }
         Ok(pairs)

@@ -14,7 +14,7 @@ use colmem_store::{CardWrite, FragmentStore, ListQuery, ReadRecord, SupersedeBy}
 use serde::{Deserialize, Serialize};
 
 use crate::card::{Card, CardBounds, CardDraft, content, stored_keywords};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, in_unit_interval, positive};
 use crate::graph::CardGraph;
 use crate::read::{self, Budget, Composition, ReadConfig, ReadInput, TaskContext};
 use crate::roles::{
@@ -105,27 +105,15 @@ impl WriteConfig {
     /// Refuses settings outside their ranges (a number that is not one included).
     pub fn validate(&self) -> Result<()> {
         let a = &self.admission;
-        if [a.reliability, a.novelty, a.recency, a.utility]
-            .iter()
-            .any(|w| !(0.0..=1.0).contains(w))
-        {
-            return Err(Error::Config(
-                "admission weights must lie in [0, 1]".to_owned(),
-            ));
-        }
-        for (name, value) in [
-            ("admission threshold", a.threshold),
+        in_unit_interval(&[
+            ("admission.reliability", a.reliability),
+            ("admission.novelty", a.novelty),
+            ("admission.recency", a.recency),
+            ("admission.utility", a.utility),
+            ("admission.threshold", a.threshold),
             ("merge_similarity", self.merge_similarity),
-        ] {
-            if !(0.0..=1.0).contains(&value) {
-                return Err(Error::Config(format!("{name} must lie in [0, 1]")));
-            }
-        }
-        if !(self.recency_half_life > 0.0 && self.recency_half_life.is_finite()) {
-            return Err(Error::Config(
-                "recency_half_life must be a positive number".to_owned(),
-            ));
-        }
+        ])?;
+        positive("recency_half_life", self.recency_half_life)?;
         self.bounds.validate()
     }
 }

@@ -72,5 +72,22 @@ impl Error {
     }
 }
 
+/// Refuses any of the named settings outside `[0, 1]` (a number that is not one included).
+pub(crate) fn in_unit_interval(settings: &[(&str, f32)]) -> Result<()> {
+    match settings.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
+        Some((name, _)) => Err(Error::Config(format!("{name} must lie in [0, 1]"))),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a half-life that is not a positive number.
+pub(crate) fn positive(name: &str, value: f32) -> Result<()> {
+    if value > 0.0 && value.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::Config(format!("{name} must be a positive number")))
+    }
+}
+
 /// The crate's result type.
 pub type Result<T> = std::result::Result<T, Error>;

@@ -9,7 +9,7 @@ use colmem_llm::TokenCounter;
 use serde::{Deserialize, Serialize};
 
 use crate::card::Card;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, in_unit_interval, positive};
 use crate::graph::CardGraph;
 use crate::roles::precondition_live;
 use crate::text::{self, cosine};
@@ -211,25 +211,18 @@ impl ReadConfig {
     /// Refuses settings outside their ranges.
     pub fn validate(&self) -> Result<()> {
         let w = &self.weights;
-        let weights = [w.cosine, w.keyword, w.support, w.credibility, w.recency];
-        if weights.iter().any(|x| !(0.0..=1.0).contains(x)) {
-            return Err(Error::Config("score weights must lie in [0, 1]".to_owned()));
-        }
-        for (name, value) in [
+        in_unit_interval(&[
+            ("weights.cosine", w.cosine),
+            ("weights.keyword", w.keyword),
+            ("weights.support", w.support),
+            ("weights.credibility", w.credibility),
+            ("weights.recency", w.recency),
             ("mmr_lambda", self.mmr_lambda),
             ("min_score", self.min_score),
             ("duplicate_similarity", self.duplicate_similarity),
             ("section_need", self.section_need),
-        ] {
-            if !(0.0..=1.0).contains(&value) {
-                return Err(Error::Config(format!("{name} must lie in [0, 1]")));
-            }
-        }
-        if !(self.recency_half_life > 0.0 && self.recency_half_life.is_finite()) {
-            return Err(Error::Config(
-                "recency_half_life must be a positive number".to_owned(),
-            ));
-        }
+        ])?;
+        positive("recency_half_life", self.recency_half_life)?;
         if self.compact_chars == 0 {
             return Err(Error::Config("compact_chars must be at least 1".to_owned()));
         }

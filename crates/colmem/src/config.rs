@@ -632,26 +632,18 @@ mod tests {
         let err = load_text("[embedder]\nkind = \"offline\"\ndimm = 3\n", &[]).unwrap_err();
         assert!(err.to_string().contains("dimm"), "{err}");
         // The model servers' tables too, their endpoint's keys included.
-        let err = load_text(
-            "[chat]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\njson_schema = \"yes\"\n",
-            &[],
-        )
-        .unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("line 4") && text.contains("json_schema"),
-            "{text}"
-        );
-        let err = load_text(
-            "[chat]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\ntimeout = 5\n",
-            &[],
-        )
-        .unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("line 4") && text.contains("timeout_ms"),
-            "{text}"
-        );
+        for (line, named) in [
+            ("json_schema = \"yes\"", "json_schema"),
+            ("timeout = 5", "timeout_ms"),
+        ] {
+            let text = load_text(
+                &format!("[chat]\nbase_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\n{line}\n"),
+                &[],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(text.contains("line 4") && text.contains(named), "{text}");
+        }
         let err = load_text("[embedder]\nkind = \"quantum\"\n", &[]).unwrap_err();
         assert!(err.to_string().contains("unknown embedder kind"), "{err}");
         let err = load_text("[index]\nscore_share = 1.5\n", &[]).unwrap_err();
