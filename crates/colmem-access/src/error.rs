@@ -24,15 +24,15 @@ pub enum AccessError {
         /// The principal.
         principal: Principal,
     },
-    /// An event dated before the last one in the log.
+    /// An event dated before the moment it is recorded.
     #[error(
-        "event dated {at} is before the last logged event ({last}): the log is append-only in time"
+        "event dated {at} is before now ({now}): an access change takes effect now or later, so what could be read in the past stays as it was decided"
     )]
-    OutOfOrder {
+    Backdated {
         /// The event's date.
         at: Timestamp,
-        /// The date of the last logged event.
-        last: Timestamp,
+        /// The moment it was to be recorded.
+        now: Timestamp,
     },
     /// A membership that would make a group contain itself.
     #[error("member({member}, {group}) would form a cycle of group memberships")]
@@ -42,8 +42,8 @@ pub enum AccessError {
         /// The containing group.
         group: GroupId,
     },
-    /// A revocation of an edge that is not granted at that moment.
-    #[error("{edge} is not granted at {at}: nothing to revoke")]
+    /// A revocation of an edge that is granted neither at that moment nor later.
+    #[error("{edge} is not granted at {at} or later: nothing to revoke")]
     NothingToRevoke {
         /// The edge.
         edge: Edge,
@@ -94,10 +94,10 @@ impl AccessError {
         match self {
             AccessError::UnknownPrincipal { .. } => ErrorKind::NotFound,
             AccessError::Duplicate { .. }
-            | AccessError::OutOfOrder { .. }
             | AccessError::Cycle { .. }
             | AccessError::NothingToRevoke { .. } => ErrorKind::Conflict,
-            AccessError::AmbiguousScope { .. }
+            AccessError::Backdated { .. }
+            | AccessError::AmbiguousScope { .. }
             | AccessError::MixedUsers { .. }
             | AccessError::InvalidPattern { .. } => ErrorKind::InvalidInput,
             AccessError::Widening { .. } | AccessError::Forbidden(_) => ErrorKind::Forbidden,

@@ -1,11 +1,15 @@
 //! The temporal access graph: users, agents, resources and groups on petgraph,
-//! with edges valid over `[from, until)`, derived from an ordered event log.
+//! with edges valid over `[from, until)`, derived from an event log kept in the
+//! order the events were recorded.
 //!
-//! Because an event may never be dated before the last one, later events can only
-//! close intervals at or after their own date or open new ones. So the graph built
-//! from the whole log answers `A(u,t)`, `R(a,t)` and `G(a,t)` for any past `t`
-//! exactly as a graph replayed up to `t` would; [`AccessGraph::replay_until`] does
-//! the replay for audits that want it spelled out.
+//! An event takes effect at its date, which is never before the moment it is
+//! recorded ([`AccessGraph::check_at`]): a grant may be scheduled for later, and a
+//! revocation recorded meanwhile still takes effect now (and cancels the scheduled
+//! grant if it is of the same edge). So an event changes nothing before its own
+//! date, and the graph built from the whole log answers `A(u,t)`, `R(a,t)` and
+//! `G(a,t)` for any past `t` exactly as a graph replayed from the events dated up
+//! to `t` would; [`AccessGraph::replay_until`] does the replay for audits that want
+//! it spelled out.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
@@ -93,7 +97,24 @@ impl AccessGraph {
 
     /// The graph rebuilt from the events of this log dated at or before `t`.
     pub fn replay_until(&self, t: Timestamp) -> Result<Self> {
-        AccessGraph::from_events(self.log.iter().filter(|e| e.at <= t))
+        AccessGraph::from_events_until(&self.log, t)
+    }
+
+    /// The graph built from the events of a log (in its order) dated at or before
+    /// `t`: what held up to `t`. A revocation that finds nothing to revoke there
+    /// cancelled a grant dated after `t`, which is left out too.
+    pub fn from_events_until<'a>(
+        events: impl IntoIterator<Item = &'a AccessEvent>,
+        t: Timestamp,
+    ) -> Result<Self> {
+        let mut graph = AccessGraph::new();
+        for event in events.into_iter().filter(|e| e.at <= t) {
+            match graph.apply(*event) {
+                Err(AccessError::NothingToRevoke { .. }) => {}
+                other => other?,
+            }
+        }
+        Ok(graph)
     }
 
     /// The event log, in order.
@@ -101,18 +122,20 @@ impl AccessGraph {
         &self.log
     }
 
-    /// The date of the last logged event.
-    pub fn last_event_at(&self) -> Option<Timestamp> {
-        self.log.last().map(|e| e.at)
+    /// Checks an event about to be recorded at `now`: it may not be dated before
+    /// `now` (what could be read in the past stays as it was decided), and
+    /// [`apply`](Self::apply) must accept it.
+    pub fn check_at(&self, event: &AccessEvent, now: Timestamp) -> Result<()> {
+        if event.at < now {
+            return Err(AccessError::Backdated { at: event.at, now });
+        }
+        self.check(event)
     }
 
-    /// Checks an event without applying it: `Ok` exactly when [`apply`](Self::apply) would accept it.
+    /// Checks an event without applying it: `Ok` exactly when [`apply`](Self::apply)
+    /// would accept it. Its date is not checked against the clock (a replayed log
+    /// was checked when recorded): new events go through [`check_at`](Self::check_at).
     pub fn check(&self, event: &AccessEvent) -> Result<()> {
-        if let Some(last) = self.last_event_at()
-            && event.at < last
-        {
-            return Err(AccessError::OutOfOrder { at: event.at, last });
-        }
         match event.change {
             AccessChange::Register { principal } => {
                 let node = principal_node(principal);
@@ -137,7 +160,7 @@ impl AccessGraph {
             AccessChange::Revoke { edge } => {
                 let (from, to, relation) = self.endpoints(edge)?;
                 if self
-                    .live_edges(from, to, relation, event.at)
+                    .edges_from(from, to, relation, event.at)
                     .next()
                     .is_none()
                 {
@@ -167,9 +190,11 @@ impl AccessGraph {
             }
             AccessChange::Revoke { edge } => {
                 let (from, to, relation) = self.endpoints(edge)?;
-                let live: Vec<EdgeIndex> = self.live_edges(from, to, relation, event.at).collect();
+                // Closed at its date if it holds then; cancelled if scheduled after.
+                let revoked: Vec<EdgeIndex> =
+                    self.edges_from(from, to, relation, event.at).collect();
                 let mut emptied = Vec::new();
-                for index in live {
+                for index in revoked {
                     if let Some(data) = self.graph.edge_weight_mut(index) {
                         match data.valid.closed_at(event.at) {
                             Some(closed) => data.valid = closed,
@@ -382,7 +407,8 @@ impl AccessGraph {
     }
 
     /// Edges of a pair valid at `at` (grants never start after a later event's date).
-    fn live_edges(
+    /// The edges of a relation that hold at `at` or any time after.
+    fn edges_from(
         &self,
         from: NodeIndex,
         to: NodeIndex,
@@ -391,7 +417,9 @@ impl AccessGraph {
     ) -> impl Iterator<Item = EdgeIndex> + '_ {
         self.graph
             .edges_connecting(from, to)
-            .filter(move |e| e.weight().relation == relation && e.weight().valid.contains(at))
+            .filter(move |e| {
+                e.weight().relation == relation && e.weight().valid.until().is_none_or(|u| u > at)
+            })
             .map(|e| e.id())
     }
 

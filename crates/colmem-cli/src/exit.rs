@@ -7,13 +7,13 @@ use colmem::ErrorKind;
 
 /// An unexpected failure (a bug: please report it).
 pub const INTERNAL: u8 = 1;
-/// Invalid input or configuration: a malformed TOML file, a bad id, time or file.
+/// Invalid input or configuration: a malformed TOML file, a bad id, time or file, an access change dated before now.
 pub const INVALID: u8 = 3;
 /// Something named does not exist: a principal never registered, a fragment id, an uninitialised directory.
 pub const NOT_FOUND: u8 = 4;
 /// The access rules refused the request.
 pub const FORBIDDEN: u8 = 5;
-/// The request conflicts with the current state (an event dated before the last one, a duplicate).
+/// The request conflicts with the current state (revoking what is not granted, a duplicate).
 pub const CONFLICT: u8 = 6;
 /// The data directory is in use by another writer, or the database stayed busy.
 pub const BUSY: u8 = 7;

@@ -201,7 +201,7 @@ pub struct MemberEdge {
 /// When a grant holds.
 #[derive(Debug, Args)]
 pub struct GrantWhen {
-    /// From when: RFC 3339, a date, or ms since the epoch [default: now]. A future date takes effect then.
+    /// From when: RFC 3339, a date, or ms since the epoch [default: now]. A future date takes effect then; a past one is refused.
     #[arg(long)]
     pub at: Option<String>,
     /// Until when (exclusive) [default: until revoked].
@@ -212,7 +212,7 @@ pub struct GrantWhen {
 /// When a revocation happens.
 #[derive(Debug, Args)]
 pub struct RevokeWhen {
-    /// When: RFC 3339, a date, or ms since the epoch [default: now]. Never before the last logged event.
+    /// When: RFC 3339, a date, or ms since the epoch [default: now]. A future date schedules the end (and cancels a grant scheduled after it); a past one is refused.
     #[arg(long)]
     pub at: Option<String>,
 }

@@ -169,11 +169,9 @@ impl Collaboration {
     /// Applies an access change now (on the clock): appended to the store's event log, then
     /// to the graph. A refused change leaves both unchanged.
     pub fn apply(&mut self, change: AccessChange) -> Result<()> {
-        let event = AccessEvent {
-            at: self.clock.now(),
-            change,
-        };
-        self.graph.check(&event)?;
+        let now = self.clock.now();
+        let event = AccessEvent { at: now, change };
+        self.graph.check_at(&event, now)?;
         self.store.append_access_event(&event)?;
         self.graph.apply(event)?;
         Ok(())

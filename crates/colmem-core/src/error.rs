@@ -18,7 +18,7 @@ pub enum ErrorKind {
     NotFound,
     /// The read or write rule refused the request.
     Forbidden,
-    /// The request contradicts existing state (a duplicate, an out-of-order event).
+    /// The request contradicts existing state (a duplicate, revoking what is not granted).
     Conflict,
     /// A resource is busy; retry later.
     Busy,

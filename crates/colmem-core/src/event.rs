@@ -127,9 +127,10 @@ pub enum AccessChange {
     },
 }
 
-/// One entry of the access-graph event log. Events are appended in order of `at`;
-/// an event dated before the last one is refused (history is not rewritten), and
-/// a grant dated in the future takes effect when that moment comes.
+/// One entry of the access-graph event log, kept in the order events are recorded.
+/// An event takes effect at `at`, which is never before the moment it was recorded
+/// (history is not rewritten); a grant or revocation dated in the future takes
+/// effect when that moment comes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct AccessEvent {
     /// When the change takes effect.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use colmem_core::{ErrorKind, FeedError, FragmentId, Timestamp};
+use colmem_core::{ErrorKind, FeedError, FragmentId};
 
 /// `Result` with the store's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -33,16 +33,6 @@ pub enum Error {
     /// The input is malformed.
     #[error("invalid input: {0}")]
     InvalidInput(String),
-    /// An access event dated before the last one in the log.
-    #[error(
-        "access event at {at} is dated before the last logged event at {last}: history is not rewritten, date it at or after {last}"
-    )]
-    EventOutOfOrder {
-        /// The refused event's time.
-        at: Timestamp,
-        /// The time of the last logged event.
-        last: Timestamp,
-    },
     /// An idempotency key already used for a different write.
     #[error("idempotency key {key:?} was already used for a different write: use a fresh key")]
     IdempotencyConflict {
@@ -127,10 +117,9 @@ impl Error {
         match self {
             Error::NotFound { .. } => ErrorKind::NotFound,
             Error::TooLarge { .. } | Error::InvalidInput(_) => ErrorKind::InvalidInput,
-            Error::EventOutOfOrder { .. }
-            | Error::IdempotencyConflict { .. }
-            | Error::NotCurrent { .. }
-            | Error::Constraint(_) => ErrorKind::Conflict,
+            Error::IdempotencyConflict { .. } | Error::NotCurrent { .. } | Error::Constraint(_) => {
+                ErrorKind::Conflict
+            }
             Error::Busy { .. } => ErrorKind::Busy,
             Error::ReadOnly
             | Error::Full

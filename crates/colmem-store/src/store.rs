@@ -147,7 +147,9 @@ pub struct VisibilityRecord {
     /// The fragment's access metadata (with its record-time stamps, so a
     /// version check at `at` is exact).
     pub meta: FragmentMeta,
-    /// Every access event with `event.at <= at`, in log order.
+    /// Every access event with `event.at <= at`, in log order (replay them with
+    /// `AccessGraph::from_events_until`: a revocation among them may cancel a grant
+    /// dated after `at`).
     pub events: Vec<AccessEvent>,
 }
 
@@ -208,11 +210,12 @@ pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
     /// indexes forget it too.
     fn purge(&self, request: &Purge) -> Result<()>;
 
-    /// Appends an access-graph event (and its audit entry); refuses one dated
-    /// before the last logged event. Returns its position in the log.
+    /// Appends an access-graph event (and its audit entry) to the log, which keeps
+    /// the order of recording; the access layer checks the event first (its date
+    /// may not be before the moment of recording). Returns its position in the log.
     fn append_access_event(&self, event: &AccessEvent) -> Result<u64>;
 
-    /// The whole access event log, in order.
+    /// The whole access event log, in the order of recording.
     fn access_events(&self) -> Result<Vec<AccessEvent>>;
 
     /// The data for "who could see fragment `id` at `at`"; see [`VisibilityRecord`].

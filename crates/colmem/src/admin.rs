@@ -67,13 +67,20 @@ impl Memory {
 }
 
 impl<'m> Admin<'m> {
-    /// Applies one access event: appended to the store's log first, and applied to
-    /// the in-memory graph only if the store accepted it, under the graph's write
-    /// lock so no session sees one without the other.
-    pub fn apply(&self, event: AccessEvent) -> Result<AccessEvent> {
+    /// Records one access change dated `at` (now by default), which may not be
+    /// before now: appended to the store's log first, and applied to the in-memory
+    /// graph only if the store accepted it, under the graph's write lock so no
+    /// session sees one without the other.
+    fn apply(&self, change: AccessChange, at: Option<Timestamp>) -> Result<AccessEvent> {
         self.memory.writable()?;
         let mut graph = self.memory.graph_mut();
-        graph.check(&event)?;
+        // One reading of the clock: the default date is the moment checked against.
+        let now = self.memory.now();
+        let event = AccessEvent {
+            at: at.unwrap_or(now),
+            change,
+        };
+        graph.check_at(&event, now)?;
         self.memory.store.append_access_event(&event)?;
         // Checked above under the same lock: applying cannot be refused now.
         graph.apply(event)?;
@@ -82,32 +89,27 @@ impl<'m> Admin<'m> {
 
     /// Registers a principal, now.
     pub fn register(&self, principal: Principal) -> Result<AccessEvent> {
-        self.apply(AccessEvent {
-            at: self.memory.now(),
-            change: AccessChange::Register { principal },
-        })
+        self.apply(AccessChange::Register { principal }, None)
     }
 
     /// Grants an edge from `at` (now by default; a future date takes effect then)
-    /// until `until` (open-ended by default).
+    /// until `until` (open-ended by default). A date before now is refused
+    /// ([`AccessError::Backdated`](colmem_access::AccessError::Backdated)): it
+    /// would change who could read what at moments already past.
     pub fn grant(
         &self,
         edge: Edge,
         at: Option<Timestamp>,
         until: Option<Timestamp>,
     ) -> Result<AccessEvent> {
-        self.apply(AccessEvent {
-            at: at.unwrap_or_else(|| self.memory.now()),
-            change: AccessChange::Grant { edge, until },
-        })
+        self.apply(AccessChange::Grant { edge, until }, at)
     }
 
-    /// Revokes an edge at `at` (now by default). Takes effect on the next read.
+    /// Revokes an edge at `at` (now by default; a future date schedules the end; a
+    /// date before now is refused). Takes effect on the next read. A grant of the
+    /// edge scheduled after `at` is cancelled.
     pub fn revoke(&self, edge: Edge, at: Option<Timestamp>) -> Result<AccessEvent> {
-        self.apply(AccessEvent {
-            at: at.unwrap_or_else(|| self.memory.now()),
-            change: AccessChange::Revoke { edge },
-        })
+        self.apply(AccessChange::Revoke { edge }, at)
     }
 
     /// The last `n` audit entries, oldest first.
@@ -222,7 +224,7 @@ impl<'m> Admin<'m> {
     /// the permissions of that moment (an audit query, not a read path).
     pub fn who_could_see(&self, id: FragmentId, at: Timestamp) -> Result<Vec<(UserId, AgentId)>> {
         let record = self.memory.store.visibility_at(id, at)?;
-        let graph = AccessGraph::from_events(&record.events)?;
+        let graph = AccessGraph::from_events_until(&record.events, at)?;
         let clock = LogicalClock::new(at);
         let mut pairs = BTreeSet::new();
         for user in graph.users() {

@@ -183,7 +183,7 @@ fn a_refused_event_changes_neither_the_store_nor_the_graph() {
             None,
         )
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "backdated: {err}");
     let err = memory
         .admin()
         .revoke(
@@ -204,6 +204,46 @@ fn a_refused_event_changes_neither_the_store_nor_the_graph() {
         "the store refused them too"
     );
     assert!(reopened.session(user("bob"), agent("scribe")).is_err());
+}
+
+#[test]
+fn a_scheduled_grant_holds_up_no_revocation_and_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let admin = memory.admin();
+    let bob_scribe = Edge::Invoke {
+        user: user("bob"),
+        agent: agent("scribe"),
+    };
+    let tomorrow = Timestamp::from_millis(memory.now().as_millis() + 24 * 60 * MINUTE);
+    admin.grant(bob_scribe, Some(tomorrow), None).unwrap();
+    tick(&memory);
+    // A compromised agent can be cut off at once, whatever is scheduled.
+    admin
+        .revoke(
+            Edge::Invoke {
+                user: user("alice"),
+                agent: agent("scribe"),
+            },
+            None,
+        )
+        .unwrap();
+    assert!(memory.session(user("alice"), agent("scribe")).is_err());
+    assert!(
+        memory.session(user("bob"), agent("scribe")).is_err(),
+        "not yet"
+    );
+    memory.logical_clock().unwrap().advance(24 * 60 * MINUTE);
+    memory.session(user("bob"), agent("scribe")).unwrap();
+    // The log replays the same after reopening (the revocation was recorded after
+    // the grant it does not touch, and is dated before it).
+    let graph = memory.access_graph();
+    drop(memory);
+    let reopened = Memory::open(dir.path(), logical()).unwrap();
+    assert_eq!(reopened.access_graph().log(), graph.log());
+    let at = Timestamp::from_millis(tomorrow.as_millis() + MINUTE);
+    assert_eq!(reopened.access_graph().snapshot(at), graph.snapshot(at));
 }
 
 #[test]
