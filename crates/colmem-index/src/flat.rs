@@ -131,6 +131,16 @@ impl FlatIndex {
         self.rows.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Every id with its (normalised) vector, in slot order.
+    pub(crate) fn rows(&self) -> Vec<(u64, Vec<f32>)> {
+        let rows = self.read();
+        rows.ids
+            .iter()
+            .enumerate()
+            .map(|(slot, id)| (*id, rows.row(slot, self.dim).to_vec()))
+            .collect()
+    }
+
     fn write(&self) -> RwLockWriteGuard<'_, Rows> {
         self.rows.write().unwrap_or_else(|p| p.into_inner())
     }

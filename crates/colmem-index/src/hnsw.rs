@@ -9,6 +9,7 @@
 //! widens that query's beam alone.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
@@ -82,6 +83,12 @@ pub struct HnswIndex {
     exact: Option<FlatIndex>,
     /// Serialises writers, so capacity checks and inserts do not race.
     writer: Mutex<()>,
+    /// Whether a vector was removed since the last save. usearch only marks a
+    /// removed slot free and keeps its bytes (compaction too), which a save
+    /// would write out: a save after a removal first rebuilds the graph from the
+    /// exact copies, so no snapshot holds the vector of a purged fragment. A
+    /// partition graph, which has no copies, is rebuilt by its owner.
+    removed: AtomicBool,
 }
 
 impl std::fmt::Debug for HnswIndex {
@@ -125,6 +132,7 @@ impl HnswIndex {
             index: RwLock::new(index),
             exact: Some(FlatIndex::new(dim)),
             writer: Mutex::new(()),
+            removed: AtomicBool::new(false),
         })
     }
 
@@ -184,6 +192,33 @@ impl HnswIndex {
     }
 }
 
+/// Adds normalised vectors to `index` on up to `threads` threads; the caller
+/// made room and holds the writer lock.
+fn add_all(index: &Index, rows: &[(u64, &[f32])], threads: usize) -> Result<()> {
+    let threads = threads.clamp(1, 64);
+    let chunk = rows.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = rows
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || -> Result<()> {
+                    for (id, vector) in part {
+                        index
+                            .add(*id, vector)
+                            .map_err(|e| Error::backend(BACKEND, e))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|worker| {
+            worker
+                .join()
+                .map_err(|_| Error::backend(BACKEND, "an insert thread panicked"))?
+        })
+    })
+}
+
 impl VectorIndex for HnswIndex {
     fn name(&self) -> &'static str {
         "usearch-hnsw"
@@ -236,29 +271,8 @@ impl VectorIndex for HnswIndex {
                 exact.insert(*id, vector)?;
             }
         }
-        let threads = self.config.threads.clamp(1, 64);
-        let chunk = rows.len().div_ceil(threads).max(1);
-        let index: &Index = &index;
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = rows
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || -> Result<()> {
-                        for (id, vector) in part {
-                            index
-                                .add(*id, vector)
-                                .map_err(|e| Error::backend(BACKEND, e))?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            workers.into_iter().try_for_each(|worker| {
-                worker
-                    .join()
-                    .map_err(|_| Error::backend(BACKEND, "an insert thread panicked"))?
-            })
-        })
+        let items: Vec<(u64, &[f32])> = rows.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+        add_all(&index, &items, self.config.threads)
     }
 
     fn remove(&self, id: u64) -> Result<bool> {
@@ -268,6 +282,7 @@ impl VectorIndex for HnswIndex {
             return Ok(false);
         }
         index.remove(id).map_err(|e| Error::backend(BACKEND, e))?;
+        self.removed.store(true, Ordering::SeqCst);
         if let Some(exact) = &self.exact {
             exact.remove(id)?;
         }
@@ -377,6 +392,20 @@ impl VectorIndex for HnswIndex {
         let text = path
             .to_str()
             .ok_or_else(|| Error::InvalidInput("the index path is not valid UTF-8".into()))?;
+        // Held through the save: a removal meanwhile would be written out.
+        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(exact) = &self.exact
+            && self.removed.load(Ordering::SeqCst)
+        {
+            let rows = exact.rows();
+            let index = Self::fresh(self.dim, &self.config)?;
+            Self::reserve(&index, rows.len() + 1024, &self.config)?;
+            let items: Vec<(u64, &[f32])> =
+                rows.iter().map(|(id, v)| (*id, v.as_slice())).collect();
+            add_all(&index, &items, self.config.threads)?;
+            *self.write() = index;
+            self.removed.store(false, Ordering::SeqCst);
+        }
         self.read()
             .save(text)
             .map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;

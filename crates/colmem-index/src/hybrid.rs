@@ -444,7 +444,18 @@ impl HybridIndex {
         let Some(dir) = &self.dir else {
             return Ok(());
         };
-        let state = self.read();
+        // No snapshot holds a removed (purged) vector: the partition graphs that
+        // held one are rebuilt (searches go on meanwhile), until none does under
+        // the read lock the save holds.
+        let state = loop {
+            let state = self.read();
+            if !state.partitions.holds_removed() {
+                break state;
+            }
+            let rebuilt = state.partitions.rebuild_removed(&*self.vector)?;
+            drop(state);
+            self.write().partitions.install(rebuilt);
+        };
         let next = snapshot::begin(dir)?;
         state.postings.save(&next.join("postings.json"))?;
         state.granularity.save(&next.join(GRANULARITY_FILE))?;

@@ -10,7 +10,7 @@
 //! smaller scopes are cheaper to scan. The backend says how large
 //! ([`VectorIndex::partition_min`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -94,6 +94,18 @@ pub(crate) struct Partitions {
     key_of: IdMap<PartKey>,
     members: HashMap<PartKey, RoaringTreemap>,
     graphs: HashMap<PartKey, Arc<dyn VectorIndex>>,
+    /// Graphs a vector was removed from since they were built: a backend may keep
+    /// a removed vector's bytes (usearch does), so they are rebuilt before a save.
+    removed_from: HashSet<PartKey>,
+    /// Counts the changes, so graphs rebuilt meanwhile are installed only if
+    /// nothing changed since.
+    generation: u64,
+}
+
+/// Partition graphs rebuilt without their removed vectors, for [`Partitions::install`].
+pub(crate) struct Rebuilt {
+    generation: u64,
+    graphs: Vec<(PartKey, Arc<dyn VectorIndex>)>,
 }
 
 impl Partitions {
@@ -117,6 +129,7 @@ impl Partitions {
         main: &dyn VectorIndex,
         min_size: Option<u64>,
     ) -> Result<()> {
+        self.generation += 1;
         let mut inserts: HashMap<PartKey, Vec<u64>> = HashMap::new();
         for &(id, key) in changes {
             let old = match key {
@@ -129,6 +142,7 @@ impl Partitions {
                 }
                 if let Some(graph) = self.graphs.get(&old) {
                     graph.remove(id)?;
+                    self.removed_from.insert(old);
                 }
             }
             if let Some(key) = key {
@@ -163,15 +177,52 @@ impl Partitions {
 
     /// Forgets fragment `id`.
     pub(crate) fn remove(&mut self, id: u64) -> Result<()> {
+        self.generation += 1;
         if let Some(old) = self.key_of.remove(&id) {
             if let Some(members) = self.members.get_mut(&old) {
                 members.remove(id);
             }
             if let Some(graph) = self.graphs.get(&old) {
                 graph.remove(id)?;
+                self.removed_from.insert(old);
             }
         }
         Ok(())
+    }
+
+    /// Whether a graph holds removed vectors' bytes ([`Partitions::rebuild_removed`]).
+    pub(crate) fn holds_removed(&self) -> bool {
+        !self.removed_from.is_empty()
+    }
+
+    /// Rebuilds from `main` every graph a vector was removed from, so that a save
+    /// writes no removed (purged) vector. Reads only: searches go on meanwhile.
+    pub(crate) fn rebuild_removed(&self, main: &dyn VectorIndex) -> Result<Rebuilt> {
+        let mut graphs = Vec::new();
+        for key in &self.removed_from {
+            if !self.graphs.contains_key(key) {
+                continue;
+            }
+            let (Some(ids), Some(graph)) = (self.members.get(key), main.partition()?) else {
+                continue;
+            };
+            let graph: Arc<dyn VectorIndex> = Arc::from(graph);
+            copy_into(&*graph, ids.iter(), main)?;
+            graphs.push((*key, graph));
+        }
+        Ok(Rebuilt {
+            generation: self.generation,
+            graphs,
+        })
+    }
+
+    /// Installs rebuilt graphs, unless the partitions changed since they were built.
+    pub(crate) fn install(&mut self, rebuilt: Rebuilt) {
+        if rebuilt.generation != self.generation {
+            return;
+        }
+        self.graphs.extend(rebuilt.graphs);
+        self.removed_from.clear();
     }
 
     /// Builds the graph of every partition holding more than `min_size` vectors.

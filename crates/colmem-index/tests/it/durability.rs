@@ -221,6 +221,76 @@ fn open_builds_then_restores_and_catches_up_on_every_op() {
     }
 }
 
+#[test]
+fn a_purged_vector_lies_in_no_snapshot_file() {
+    // Of unit length, so normalising (once by the index, again by a partition
+    // graph copying from it) leaves the bytes as they are.
+    let mut quokka = vec![0.0f32; DIM];
+    quokka[..4].copy_from_slice(&[0.5, -0.5, 0.5, -0.5]);
+    let as_bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let patterns = [as_bytes(&quokka)];
+    let held = |dir: &Path| {
+        files(dir).into_iter().find(|file| {
+            let bytes = std::fs::read(file).unwrap();
+            patterns
+                .iter()
+                .any(|p| bytes.windows(p.len()).any(|w| w == p.as_slice()))
+        })
+    };
+    let mut list = backends_list();
+    #[cfg(feature = "usearch")]
+    list.push(("hnsw with a partition graph", || {
+        let config = colmem_index::HnswConfig {
+            partition_min: Some(10),
+            ..colmem_index::HnswConfig::default()
+        };
+        (
+            Arc::new(colmem_index::HnswIndex::new(DIM, config).unwrap()),
+            None,
+        )
+    }));
+    for (name, make) in list {
+        let dir = tempfile::tempdir().unwrap();
+        let feed = feed_with(30, "emb-1");
+        let (index, _) = open(dir.path(), make, Some("emb-1"), &feed);
+        feed.put(fragment(
+            101,
+            &access(),
+            "a quokka",
+            Some(quokka.clone()),
+            "emb-1",
+        ));
+        index.catch_up(&feed).unwrap();
+        index.persist().unwrap();
+        assert!(
+            held(dir.path()).is_some(),
+            "{name}: the snapshot holds the vector"
+        );
+        feed.purge(101);
+        index.catch_up(&feed).unwrap();
+        index.persist().unwrap();
+        if let Some(file) = held(dir.path()) {
+            panic!("{name}: a purged vector in {}", file.display());
+        }
+        drop(index);
+        let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
+        assert!(report.restored, "{name}: {:?}", report.rebuild_reason);
+        let q = vec![0.5; DIM];
+        let hits = index
+            .search(
+                &Query {
+                    vector: Some(&q),
+                    text: None,
+                    k: 100,
+                    granularities: &[],
+                },
+                &filter().with_view(View::AllVersions),
+            )
+            .unwrap();
+        assert_eq!(hits.len(), 30, "{name}: every other vector is kept");
+    }
+}
+
 fn damage_and_reopen(damage: impl Fn(&Path)) {
     for (name, make) in backends_list() {
         let dir = tempfile::tempdir().unwrap();
