@@ -223,6 +223,19 @@ impl SqliteStore {
         }
     }
 
+    /// The record time of the latest audit entry: every write and access change is
+    /// audited when recorded, so no record time in the store is later (but an
+    /// access change may be dated later, scheduled for then).
+    pub fn latest_audit_time(&self) -> Result<Option<Timestamp>> {
+        self.read(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT at FROM audit ORDER BY seq DESC LIMIT 1")?
+                .query_row([], |row| row.get::<_, i64>(0))
+                .optional()?
+                .map(Timestamp::from_millis))
+        })
+    }
+
     /// Copies the write-ahead log into the database file and truncates it
     /// (`wal_checkpoint(TRUNCATE)`), retrying while readers block it.
     pub fn checkpoint(&self) -> Result<()> {

@@ -197,9 +197,10 @@ impl Memory {
         let store = Arc::new(SqliteStore::open(dir.join(STORE_FILE), store_config)?);
         let events = store.access_events()?;
         if let Some(logical) = &logical {
-            // A logical clock never reads earlier than the history already recorded.
-            let last_event = events.last().map(|e| e.at);
-            if let Some(latest) = last_event.max(latest_record_time(&store)?)
+            // A logical clock never reads earlier than the history already recorded
+            // (nor later: an access change scheduled for later takes effect then).
+            let audited = store.latest_audit_time()?;
+            if let Some(latest) = audited.max(latest_record_time(&store)?)
                 && latest > logical.now()
             {
                 logical.set(latest)?;
