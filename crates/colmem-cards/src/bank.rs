@@ -10,7 +10,7 @@ use colmem_core::{
     CardEdge, CardRelation, Draft, Embedding, FragmentId, Granularity, Kind, ReadFilter, Scope,
 };
 use colmem_llm::{Embedder, TokenCounter};
-use colmem_store::{CardWrite, FragmentStore, ListQuery, ReadRecord, SupersedeBy};
+use colmem_store::{CardWrite, FragmentStore, ListQuery, ReadRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::card::{Card, CardBounds, CardDraft, content, stored_keywords};
@@ -387,15 +387,6 @@ impl CardBank {
                         merged_vector,
                         Some(&existing),
                     )?;
-                    // The merged card replaces its parent: the parent is closed and linked
-                    // to it (kept for history reads), never deleted — deletion is for the
-                    // user's explicit instruction and retention only.
-                    self.store.supersede_by(&SupersedeBy {
-                        user: writer.ctx.user(),
-                        agent: writer.ctx.agent(),
-                        old: existing.id,
-                        successor: id,
-                    })?;
                     cards.retain(|c| c.id != existing.id);
                     report.merged += 1;
                     id
@@ -426,11 +417,15 @@ impl CardBank {
             embedder: self.embedder.id().to_owned(),
             vector,
         });
+        // A merged card replaces its parent in the same transaction: the parent is
+        // closed and linked to it (kept for history reads), never deleted —
+        // deletion is for the user's explicit instruction and retention only.
         let receipt = self.store.write_card(&CardWrite {
             user: writer.ctx.user(),
             agent: writer.ctx.agent(),
             fragment,
             fields: draft.fields.clone(),
+            replaces: parent.map(|p| p.id),
             idempotency_key: None,
         })?;
         receipt.ids.first().copied().ok_or_else(|| {

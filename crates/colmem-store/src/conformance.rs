@@ -1146,6 +1146,7 @@ fn cards_and_edges(make: Factory<'_>) -> Result<(), Failure> {
                 ..fact(task, 100)?
             },
             fields: card_fields(task, sign),
+            replaces: None,
             idempotency_key: None,
         })
     };
@@ -1284,7 +1285,52 @@ fn cards_and_edges(make: Factory<'_>) -> Result<(), Failure> {
     let err = refused("read a purged card", store.card(b))?;
     ensure(matches!(err, Error::NotFound { .. }), || {
         format!("a purged card is NotFound, got {err}")
-    })
+    })?;
+
+    // A merge writes the merged card and closes the one it replaces in one go.
+    let merged = ok(
+        "write a card replacing another",
+        store.write_card(&CardWrite {
+            replaces: Some(c),
+            ..card("units, merged", CardSign::Positive)?
+        }),
+    )?
+    .ids[0];
+    let closed = ok("read the replaced card", store.get(c))?;
+    eq(
+        "the replaced card is closed and linked to the merged one",
+        (closed.superseded_at.is_some(), closed.superseded_by),
+        (true, Some(merged)),
+    )?;
+    let before = ok(
+        "count the cards",
+        store.count(
+            &reader(100)?.with_view(View::AllVersions),
+            &ListQuery::default(),
+        ),
+    )?;
+    let err = refused(
+        "write a card replacing one already replaced",
+        store.write_card(&CardWrite {
+            replaces: Some(c),
+            ..card("units, merged again", CardSign::Positive)?
+        }),
+    )?;
+    ensure(
+        matches!(err, Error::NotCurrent { id, .. } if id == c),
+        || format!("replacing a closed card is NotCurrent {{ id: {c:?} }}, got {err}"),
+    )?;
+    eq(
+        "a refused merge writes no card",
+        ok(
+            "count the cards again",
+            store.count(
+                &reader(100)?.with_view(View::AllVersions),
+                &ListQuery::default(),
+            ),
+        )?,
+        before,
+    )
 }
 
 fn change_feed(make: Factory<'_>) -> Result<(), Failure> {

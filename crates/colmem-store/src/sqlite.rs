@@ -400,6 +400,7 @@ impl SqliteStore {
         agent: AgentId,
         items: &[(&NewFragment, Option<&CardFields>)],
         key: Option<&str>,
+        replaces: Option<FragmentId>,
     ) -> Result<WriteReceipt> {
         if items.is_empty() {
             return Err(Error::InvalidInput(
@@ -461,6 +462,18 @@ impl SqliteStore {
                     fragments: audited,
                 },
             )?;
+            if let (Some(old), Some(&successor)) = (replaces, ids.first()) {
+                supersede_by_tx(
+                    tx,
+                    now,
+                    &SupersedeBy {
+                        user,
+                        agent,
+                        old,
+                        successor,
+                    },
+                )?;
+            }
             if let (Some(key), Some(digest)) = (key, digest) {
                 let raw: Vec<u64> = ids.iter().map(|id| id.0).collect();
                 tx.prepare_cached(
@@ -1144,6 +1157,7 @@ impl FragmentStore for SqliteStore {
             interaction.agent,
             &items,
             interaction.idempotency_key.as_deref(),
+            None,
         )
     }
 
@@ -1158,6 +1172,7 @@ impl FragmentStore for SqliteStore {
             card.agent,
             &[(&card.fragment, Some(&card.fields))],
             card.idempotency_key.as_deref(),
+            card.replaces,
         )
     }
 
@@ -1288,62 +1303,7 @@ impl FragmentStore for SqliteStore {
                 "a fragment cannot supersede itself".to_owned(),
             ));
         }
-        self.write_tx(|tx, now| {
-            let (from, until, superseded, deleted) = fragment_state(tx, request.old)?;
-            let state = |deleted: &Option<i64>, superseded: &Option<i64>| {
-                if deleted.is_some() {
-                    Some("deleted")
-                } else if superseded.is_some() {
-                    Some("superseded")
-                } else {
-                    None
-                }
-            };
-            if let Some(state) = state(&deleted, &superseded) {
-                return Err(Error::NotCurrent {
-                    id: request.old,
-                    state,
-                });
-            }
-            let (successor_from, _, successor_superseded, successor_deleted) =
-                fragment_state(tx, request.successor)?;
-            if let Some(state) = state(&successor_deleted, &successor_superseded) {
-                return Err(Error::NotCurrent {
-                    id: request.successor,
-                    state,
-                });
-            }
-            let old_validity = Validity::new(
-                Timestamp::from_millis(from),
-                until.map(Timestamp::from_millis),
-            )
-            .map_err(|e| Error::corrupt(e.to_string()))?;
-            let closed = old_validity
-                .closed_at(Timestamp::from_millis(successor_from))
-                .unwrap_or(old_validity);
-            tx.prepare_cached(
-                "UPDATE fragments SET valid_until = ?1, superseded_at = ?2, superseded_by = ?3 \
-                 WHERE id = ?4",
-            )?
-            .execute(params![
-                closed.until().map(ts),
-                ts(now),
-                id_param(request.successor)?,
-                id_param(request.old)?
-            ])?;
-            record_change(tx, request.old, ChangeOp::Meta)?;
-            append_audit_tx(
-                tx,
-                now,
-                &AuditEvent::Update {
-                    user: request.user,
-                    agent: request.agent,
-                    old: request.old,
-                    new: request.successor,
-                },
-            )?;
-            Ok(())
-        })
+        self.write_tx(|tx, now| supersede_by_tx(tx, now, request))
     }
 
     fn delete(&self, request: &Delete) -> Result<()> {
@@ -1615,6 +1575,64 @@ impl FragmentStore for SqliteStore {
             Ok(out)
         })
     }
+}
+
+/// The transaction of [`FragmentStore::supersede_by`].
+fn supersede_by_tx(tx: &Transaction<'_>, now: Timestamp, request: &SupersedeBy) -> Result<()> {
+    let (from, until, superseded, deleted) = fragment_state(tx, request.old)?;
+    let state = |deleted: &Option<i64>, superseded: &Option<i64>| {
+        if deleted.is_some() {
+            Some("deleted")
+        } else if superseded.is_some() {
+            Some("superseded")
+        } else {
+            None
+        }
+    };
+    if let Some(state) = state(&deleted, &superseded) {
+        return Err(Error::NotCurrent {
+            id: request.old,
+            state,
+        });
+    }
+    let (successor_from, _, successor_superseded, successor_deleted) =
+        fragment_state(tx, request.successor)?;
+    if let Some(state) = state(&successor_deleted, &successor_superseded) {
+        return Err(Error::NotCurrent {
+            id: request.successor,
+            state,
+        });
+    }
+    let old_validity = Validity::new(
+        Timestamp::from_millis(from),
+        until.map(Timestamp::from_millis),
+    )
+    .map_err(|e| Error::corrupt(e.to_string()))?;
+    let closed = old_validity
+        .closed_at(Timestamp::from_millis(successor_from))
+        .unwrap_or(old_validity);
+    tx.prepare_cached(
+        "UPDATE fragments SET valid_until = ?1, superseded_at = ?2, superseded_by = ?3 \
+         WHERE id = ?4",
+    )?
+    .execute(params![
+        closed.until().map(ts),
+        ts(now),
+        id_param(request.successor)?,
+        id_param(request.old)?
+    ])?;
+    record_change(tx, request.old, ChangeOp::Meta)?;
+    append_audit_tx(
+        tx,
+        now,
+        &AuditEvent::Update {
+            user: request.user,
+            agent: request.agent,
+            old: request.old,
+            new: request.successor,
+        },
+    )?;
+    Ok(())
 }
 
 fn access_events_until(conn: &Connection, until: i64) -> Result<Vec<AccessEvent>> {

@@ -36,6 +36,11 @@ pub struct CardWrite {
     pub fragment: NewFragment,
     /// The card's sections.
     pub fields: CardFields,
+    /// The current card this one replaces (a merge): closed and linked to the new
+    /// card as [`FragmentStore::supersede_by`] does, in the same transaction, so no
+    /// crash leaves both current. A replaced card that is not current refuses
+    /// the whole write.
+    pub replaces: Option<FragmentId>,
     /// As for [`Interaction::idempotency_key`].
     pub idempotency_key: Option<String>,
 }

@@ -401,6 +401,7 @@ proptest! {
                     embedding: None,
                 },
                 fields: fields(&spec),
+                replaces: None,
                 idempotency_key: None,
             }).unwrap();
             ids.insert(receipt.ids[0], i);

@@ -186,6 +186,7 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
             evaluation: "v".into(),
             sign: colmem_core::CardSign::Positive,
         },
+        replaces: None,
         idempotency_key: None,
     };
     assert!(
