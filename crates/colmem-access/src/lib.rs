@@ -28,8 +28,8 @@ pub use error::{AccessError, Result};
 pub use explain::{Check, Condition, Explanation};
 pub use graph::{AccessGraph, AccessSnapshot};
 pub use policy::{
-    Hit, PairPolicy, Part, PartPolicy, PolicyLevel, ReadPolicy, Split, Tier, Transform,
-    WritePolicies, WritePolicy, WritePolicySet, pseudonym,
+    Hit, PairPolicy, Part, PartPolicy, PolicyLevel, PseudonymKey, ReadPolicy, Split, Tier,
+    Transform, WritePolicies, WritePolicy, WritePolicySet, pseudonym,
 };
 pub use redact::{Redaction, Redactor};
 pub use rule::{Context, SystemPolicy, narrowest, within};

@@ -29,8 +29,9 @@ pub enum Transform {
         redact: Redaction,
     },
     /// Replace user ids (the writing user and the known users the caller passes to
-    /// [`WritePolicySet::split`]) with stable pseudonyms. Written `{}` so that an
-    /// unknown key beside its `type` is refused.
+    /// [`WritePolicySet::split`]) with stable pseudonyms, keyed with the set's
+    /// [`PseudonymKey`]. Written `{}` so that an unknown key beside its `type` is
+    /// refused.
     AnonymiseUsers {},
     /// Drop the part entirely when the pattern matches.
     Block {
@@ -212,16 +213,38 @@ pub struct Split {
     pub shared: Part,
 }
 
+/// The secret key of a memory's pseudonyms: without it, a pseudonym cannot be
+/// computed from a user id (user ids are few and guessable, so an unkeyed hash of
+/// one would name the user). Its `Debug` shows no byte of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PseudonymKey([u8; 32]);
+
+impl PseudonymKey {
+    /// The key from its 32 bytes (kept with the memory, e.g. the store's
+    /// `pseudonym` secret).
+    pub fn new(bytes: [u8; 32]) -> Self {
+        PseudonymKey(bytes)
+    }
+}
+
+impl std::fmt::Debug for PseudonymKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PseudonymKey(..)")
+    }
+}
+
 /// Compiled write policies: patterns checked once, when the configuration is loaded.
 #[derive(Clone, Debug)]
 pub struct WritePolicySet {
     policies: WritePolicies,
     mandatory: Redactor,
+    key: PseudonymKey,
 }
 
 impl WritePolicySet {
-    /// Checks every pattern and name list in the configuration.
-    pub fn new(policies: WritePolicies) -> Result<Self> {
+    /// Checks every pattern and name list in the configuration; anonymisation
+    /// keys its pseudonyms with `key`.
+    pub fn new(policies: WritePolicies, key: PseudonymKey) -> Result<Self> {
         let levels = std::iter::once(&policies.system)
             .chain(policies.agents.values())
             .chain(policies.users.values())
@@ -235,6 +258,7 @@ impl WritePolicySet {
         Ok(WritePolicySet {
             policies,
             mandatory,
+            key,
         })
     }
 
@@ -285,7 +309,7 @@ impl WritePolicySet {
         for step in &steps {
             match step {
                 Step::Redact(redactor) => out = redactor.apply(&out),
-                Step::Anonymise => out = anonymise(&out, users),
+                Step::Anonymise => out = anonymise(&out, users, &self.key),
                 Step::Block(pattern) => {
                     if pattern.is_match(text) || pattern.is_match(&out) {
                         return Ok(Part::Blocked {
@@ -325,13 +349,14 @@ fn compile_part(part: &PartPolicy) -> Result<Vec<Step>> {
         .collect()
 }
 
-/// A stable pseudonym for a user id: `user-` and eight hex digits of its hash.
-pub fn pseudonym(user: UserId) -> String {
-    let hash = blake3::hash(user.as_str().as_bytes());
-    format!("user-{}", &hash.to_hex()[..8])
+/// A stable pseudonym for a user id: `user-` and twelve hex digits of its
+/// BLAKE3 hash keyed with `key`.
+pub fn pseudonym(user: UserId, key: &PseudonymKey) -> String {
+    let hash = blake3::keyed_hash(&key.0, user.as_str().as_bytes());
+    format!("user-{}", &hash.to_hex()[..12])
 }
 
-fn anonymise(text: &str, users: &[UserId]) -> String {
+fn anonymise(text: &str, users: &[UserId], key: &PseudonymKey) -> String {
     let mut out = text.to_owned();
     let mut users = users.to_vec();
     // Longest names first, so a name that contains another is replaced whole.
@@ -340,7 +365,9 @@ fn anonymise(text: &str, users: &[UserId]) -> String {
     for user in users {
         // invariant: an escaped literal with word boundaries is always a valid pattern.
         if let Ok(re) = Regex::new(&whole_word_pattern(user.as_str())) {
-            out = re.replace_all(&out, pseudonym(user).as_str()).into_owned();
+            out = re
+                .replace_all(&out, pseudonym(user, key).as_str())
+                .into_owned();
         }
     }
     out

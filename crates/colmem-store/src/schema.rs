@@ -205,6 +205,17 @@ const MIGRATIONS: &[&str] = &[
         WHERE class = OLD.class;
     END;
     "#,
+    // 4: secrets of this store, made when the store is: the key of the pseudonyms
+    // that anonymisation puts in place of user ids (a pseudonym anyone could
+    // compute from a user id would name the user). SQLite's randomness comes
+    // from the operating system.
+    r#"
+    CREATE TABLE secrets (
+        name  TEXT PRIMARY KEY,
+        value BLOB NOT NULL CHECK (length(value) = 32)
+    );
+    INSERT INTO secrets (name, value) VALUES ('pseudonym', randomblob(32));
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -209,6 +209,21 @@ impl SqliteStore {
         self.read(schema::version)
     }
 
+    /// The 32-byte secret `name` made with the store (`pseudonym`: the key of
+    /// anonymisation's pseudonyms), the same for every process and backup of it.
+    pub fn secret(&self, name: &str) -> Result<[u8; 32]> {
+        let value: Option<Vec<u8>> = self.read(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT value FROM secrets WHERE name = ?1")?
+                .query_row([name], |row| row.get(0))
+                .optional()?)
+        })?;
+        let value =
+            value.ok_or_else(|| Error::corrupt(format!("the secret {name:?} is missing")))?;
+        <[u8; 32]>::try_from(value.as_slice())
+            .map_err(|_| Error::corrupt(format!("the secret {name:?} is not 32 bytes")))
+    }
+
     /// Runs `PRAGMA integrity_check`; a damaged file gives [`Error::Corrupt`].
     pub fn integrity_check(&self) -> Result<()> {
         let report: Vec<String> = self.read(|conn| {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use colmem_access::{AccessGraph, SystemPolicy, WritePolicySet};
+use colmem_access::{AccessGraph, PseudonymKey, SystemPolicy, WritePolicySet};
 use colmem_ama::{Pipeline, Roles};
 use colmem_cards::CardBank;
 use colmem_core::ChangeFeed as _;
@@ -210,7 +210,10 @@ impl Memory {
         let system = SystemPolicy {
             global_writers: config.policy.global_writers.clone(),
         };
-        let write_policies = WritePolicySet::new(config.policy.write.clone())?;
+        let write_policies = WritePolicySet::new(
+            config.policy.write.clone(),
+            PseudonymKey::new(store.secret("pseudonym")?),
+        )?;
         let (engine, report) = match access {
             Access::ReadWrite => {
                 let (engine, report) = Engine::open(dir, &config, &store)?;

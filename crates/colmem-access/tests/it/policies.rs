@@ -1,7 +1,7 @@
 //! Write-policy precedence and transformations; read policies only narrow.
 
 use colmem_access::{
-    Hit, PairPolicy, Part, PartPolicy, PolicyLevel, ReadPolicy, Redaction, Transform,
+    Hit, PairPolicy, Part, PartPolicy, PolicyLevel, PseudonymKey, ReadPolicy, Redaction, Transform,
     WritePolicies, WritePolicy, WritePolicySet, pseudonym,
 };
 use colmem_core::{
@@ -34,18 +34,25 @@ fn marked(marker: &str) -> WritePolicy {
 }
 
 fn policies() -> WritePolicySet {
-    WritePolicySet::new(WritePolicies {
-        system: marked("SYSTEM"),
-        mandatory: vec![Redaction::CardNumbers],
-        agents: [(a("pol-agent"), marked("AGENT"))].into(),
-        users: [(u("pol-user"), marked("USER"))].into(),
-        pairs: vec![PairPolicy {
-            user: u("pol-user"),
-            agent: a("pol-agent"),
-            policy: marked("PAIR"),
-        }],
-    })
+    WritePolicySet::new(
+        WritePolicies {
+            system: marked("SYSTEM"),
+            mandatory: vec![Redaction::CardNumbers],
+            agents: [(a("pol-agent"), marked("AGENT"))].into(),
+            users: [(u("pol-user"), marked("USER"))].into(),
+            pairs: vec![PairPolicy {
+                user: u("pol-user"),
+                agent: a("pol-agent"),
+                policy: marked("PAIR"),
+            }],
+        },
+        key(),
+    )
     .unwrap()
+}
+
+fn key() -> PseudonymKey {
+    PseudonymKey::new([7; 32])
 }
 
 #[test]
@@ -103,7 +110,7 @@ fn mandatory_redaction_is_never_dropped() {
 
 #[test]
 fn default_split_keeps_private_verbatim_and_redacts_the_shared_part() {
-    let set = WritePolicySet::new(WritePolicies::default()).unwrap();
+    let set = WritePolicySet::new(WritePolicies::default(), key()).unwrap();
     let text = "I am dana, reach me at dana@example.org or +1 415 555 0100";
     let split = set.split(u("dana"), a("helper"), text, &[]).unwrap();
     assert_eq!(split.private.text(), Some(text));
@@ -114,27 +121,39 @@ fn default_split_keeps_private_verbatim_and_redacts_the_shared_part() {
 }
 
 #[test]
-fn anonymise_replaces_user_ids_with_stable_pseudonyms() {
+fn anonymise_replaces_user_ids_with_stable_keyed_pseudonyms() {
     let mut policies = WritePolicies::default();
     policies.system.shared.transforms = vec![Transform::AnonymiseUsers {}];
-    let set = WritePolicySet::new(policies).unwrap();
+    let set = WritePolicySet::new(policies.clone(), key()).unwrap();
+    let text = "Erin told erin-2 that Erin likes tea; erinaceous stays";
     let split = set
-        .split(
-            u("erin"),
-            a("helper"),
-            "Erin told erin-2 that Erin likes tea; erinaceous stays",
-            &[u("erin-2")],
-        )
+        .split(u("erin"), a("helper"), text, &[u("erin-2")])
         .unwrap();
+    let k = key();
     let expected = format!(
         "{} told {} that {} likes tea; erinaceous stays",
-        pseudonym(u("erin")),
-        pseudonym(u("erin-2")),
-        pseudonym(u("erin"))
+        pseudonym(u("erin"), &k),
+        pseudonym(u("erin-2"), &k),
+        pseudonym(u("erin"), &k)
     );
     assert_eq!(split.shared.text(), Some(expected.as_str()));
-    assert_eq!(pseudonym(u("erin")), pseudonym(u("erin")));
-    assert_ne!(pseudonym(u("erin")), pseudonym(u("erin-2")));
+    assert_eq!(pseudonym(u("erin"), &k), pseudonym(u("erin"), &k));
+    assert_ne!(pseudonym(u("erin"), &k), pseudonym(u("erin-2"), &k));
+    // Keyed: another memory's key gives other pseudonyms, and none is the plain
+    // hash of the user id, which anyone could compute to name the user.
+    let other = PseudonymKey::new([8; 32]);
+    assert_ne!(pseudonym(u("erin"), &k), pseudonym(u("erin"), &other));
+    let elsewhere = WritePolicySet::new(policies, other)
+        .unwrap()
+        .split(u("erin"), a("helper"), text, &[u("erin-2")])
+        .unwrap();
+    assert_ne!(elsewhere.shared, split.shared);
+    let shared = split.shared.text().unwrap();
+    for user in ["erin", "erin-2"] {
+        let plain = blake3::hash(user.as_bytes()).to_hex();
+        assert!(!shared.contains(&plain[..8]), "{shared}");
+    }
+    assert!(!format!("{k:?}").contains('7'), "the key's Debug hides it");
 }
 
 #[test]
@@ -143,7 +162,7 @@ fn invalid_patterns_are_refused_when_loading() {
     policies.system.private.transforms = vec![Transform::Block {
         pattern: "(unclosed".into(),
     }];
-    let err = WritePolicySet::new(policies).unwrap_err();
+    let err = WritePolicySet::new(policies, key()).unwrap_err();
     assert!(err.to_string().contains("invalid policy pattern"), "{err}");
 }
 
@@ -155,7 +174,7 @@ fn policies_deserialize_from_configuration() {
         "pairs": [{"user": "cfg-u", "agent": "cfg-a", "private": {"enabled": false}}]
     }"#;
     let policies: WritePolicies = serde_json::from_str(json).unwrap();
-    let set = WritePolicySet::new(policies).unwrap();
+    let set = WritePolicySet::new(policies, key()).unwrap();
     let split = set
         .split(u("cfg-u"), a("cfg-a"), "Zed wrote z@x.io", &[])
         .unwrap();

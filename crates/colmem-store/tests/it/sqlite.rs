@@ -137,8 +137,8 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
             .unwrap()
             .ids[0]
     };
-    // Turn the file into a version-1 store: version 3 added the access classes,
-    // version 2 the cards tables.
+    // Turn the file into a version-1 store: version 4 added the secrets, version 3
+    // the access classes, version 2 the cards tables.
     Connection::open(&path)
         .unwrap()
         .execute_batch(
@@ -149,12 +149,15 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
              CREATE INDEX fragments_group ON fragments (scope_group) WHERE scope_group IS NOT NULL; \
              ALTER TABLE fragments DROP COLUMN class; \
              DROP TABLE class_counts; DROP TABLE access_classes; \
-             DROP TABLE card_edges; DROP TABLE cards; DELETE FROM schema_version WHERE version >= 2;",
+             DROP TABLE card_edges; DROP TABLE cards; DROP TABLE secrets; \
+             DELETE FROM schema_version WHERE version >= 2;",
         )
         .unwrap();
     let store = open(&path);
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     assert_eq!(store.get(id).unwrap().content, "from version 1");
+    // The upgrade made the store's secrets.
+    assert_ne!(store.secret("pseudonym").unwrap(), [0; 32]);
     // The upgrade gave the old fragment its access class and counted it, and a
     // new fragment of the same shape joins that class rather than a copy of it.
     let current = everything().with_view(colmem_core::View::Current);

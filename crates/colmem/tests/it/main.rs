@@ -751,6 +751,43 @@ fn share_splits_into_a_private_and_a_redacted_shared_part() {
     );
 }
 
+/// Pseudonyms are keyed with a secret of the memory: stable across reopening, not
+/// the same in another memory, so not computable from a user id alone.
+#[test]
+fn anonymised_users_get_pseudonyms_keyed_by_their_memory() {
+    let shared_text = |dir: &std::path::Path, fresh: bool| {
+        let mut config = logical();
+        config.policy.write.system.shared.transforms =
+            vec![parts::access::Transform::AnonymiseUsers {}];
+        let memory = Memory::open(dir, config).unwrap();
+        if fresh {
+            setup(&memory);
+        }
+        let shared = memory
+            .session(user("alice"), agent("planner"))
+            .unwrap()
+            .share(
+                "alice asked bob for the supplier quote",
+                colmem::Scope::User,
+                &[user("bob")],
+            )
+            .unwrap();
+        shared.split.shared.text().unwrap().to_owned()
+    };
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first = shared_text(one.path(), true);
+    assert!(
+        !first.contains("alice") && !first.contains("bob") && first.contains("user-"),
+        "{first}"
+    );
+    assert_eq!(
+        shared_text(one.path(), false),
+        first,
+        "stable when reopened"
+    );
+    assert_ne!(shared_text(two.path(), true), first, "keyed per memory");
+}
+
 #[test]
 fn an_answer_reads_only_what_the_read_policy_shows() {
     let dir = tempfile::tempdir().unwrap();
