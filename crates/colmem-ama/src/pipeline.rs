@@ -17,7 +17,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use colmem_core::{
-    AgentId, Draft, Fragment, FragmentId, Granularity, Kind, Scope, Source, UserId, Validity, View,
+    AgentId, Draft, Fragment, FragmentId, Granularity, Kind, NewFragment, Scope, Source, UserId,
+    Validity, View,
 };
 use colmem_index::{HybridIndex, Query, Signal};
 use colmem_llm::{ChatModel, Embedder};
@@ -373,12 +374,48 @@ impl Pipeline {
     }
 
     /// Applies the write rule to each draft, embeds them, writes them in one
-    /// transaction (with `idempotency_key`, if any) and returns their ids.
+    /// transaction and returns their ids. Under `idempotency_key` (scoped to the
+    /// caller's user) a retry, whenever made, returns the first call's ids if it
+    /// asks for the same fragments (all but their times), and is
+    /// refused as an `IdempotencyConflict` if not.
     pub fn write_drafts(
         &self,
         caller: &Caller<'_>,
         drafts: Vec<Draft>,
         idempotency_key: Option<String>,
+    ) -> Result<Vec<FragmentId>> {
+        // Keys are the caller's user's: another user's key is no probe of their writes.
+        let Some(key) = idempotency_key else {
+            return self.write_authorized(caller, drafts, None);
+        };
+        let scoped = format!("ama-write:{}:{key}", caller.user());
+        let Some(written) = self.store.idempotent_ids(&scoped)? else {
+            return self.write_authorized(caller, drafts, Some(scoped));
+        };
+        // A retry, made later (so stamped with other times), returns what the first
+        // call wrote; the same key for another request is a conflict.
+        let asked = drafts
+            .into_iter()
+            .map(|d| caller.authorize(d))
+            .collect::<Result<Vec<_>>>()?;
+        let stored = written
+            .iter()
+            .map(|id| self.store.get(*id))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        if stored.len() == asked.len() && stored.iter().zip(&asked).all(|(s, f)| asks_alike(s, f)) {
+            Ok(written)
+        } else {
+            Err(colmem_store::Error::IdempotencyConflict { key }.into())
+        }
+    }
+
+    /// Applies the write rule to each draft, embeds them and writes them in one
+    /// transaction under the store key `key`, if any.
+    fn write_authorized(
+        &self,
+        caller: &Caller<'_>,
+        drafts: Vec<Draft>,
+        key: Option<String>,
     ) -> Result<Vec<FragmentId>> {
         if drafts.is_empty() {
             return Ok(Vec::new());
@@ -402,7 +439,7 @@ impl Pipeline {
             user: caller.user(),
             agent: caller.agent(),
             fragments,
-            idempotency_key,
+            idempotency_key: key,
         })?;
         Ok(receipt.ids)
     }
@@ -562,7 +599,7 @@ impl Pipeline {
                     .extend(self.supersede(caller, p.memory, turn, &conflicts)?);
             }
         }
-        outcome.written = self.write_drafts(caller, plain, key)?;
+        outcome.written = self.write_authorized(caller, plain, key)?;
         outcome.written.extend(kept);
         outcome
             .written
@@ -588,7 +625,7 @@ impl Pipeline {
             return Ok(None);
         };
         let draft = self.memory_draft(&memory, Granularity::Episode, None);
-        Ok(self.write_drafts(caller, vec![draft], None)?.pop())
+        Ok(self.write_authorized(caller, vec![draft], None)?.pop())
     }
 
     /// Deletes the caller's fragments recorded longer ago than the retention limit,
@@ -1259,6 +1296,20 @@ const RELATED_FROM: usize = 5;
 const REPLACED_DEPTH: usize = 8;
 /// How many of the caller's newest fact versions an answer searches for replaced ones.
 const REPLACED_LOOKBACK: usize = 200;
+/// Whether a stored fragment is what a write asks for again: the same text, key,
+/// kind, scope and provenance but for the times it was made at.
+fn asks_alike(stored: &Fragment, asked: &NewFragment) -> bool {
+    stored.content == asked.content
+        && stored.key == asked.key
+        && stored.granularity == asked.granularity
+        && stored.kind == asked.kind
+        && stored.scope == asked.scope
+        && stored.provenance.user == asked.provenance.user
+        && stored.provenance.agents == asked.provenance.agents
+        && stored.provenance.resources == asked.provenance.resources
+        && stored.provenance.source == asked.provenance.source
+}
+
 /// How many of the speaker's recent facts a new fact is compared with.
 const RECENT_LOOKBACK: usize = 50;
 

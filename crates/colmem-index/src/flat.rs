@@ -132,6 +132,7 @@ impl FlatIndex {
     }
 
     /// Every id with its (normalised) vector, in slot order.
+    #[cfg(feature = "usearch")]
     pub(crate) fn rows(&self) -> Vec<(u64, Vec<f32>)> {
         let rows = self.read();
         rows.ids

@@ -354,6 +354,16 @@ fn idempotent_writes(make: Factory<'_>) -> Result<(), Failure> {
     ensure(matches!(err, Error::IdempotencyConflict { .. }), || {
         format!("a reused key with a different body gives IdempotencyConflict, got {err}")
     })?;
+    // The same text drawn from another turn is another write.
+    let mut elsewhere = write.clone();
+    elsewhere.fragments[0].provenance.source.turns = vec!["D9:9".into()];
+    let err = refused(
+        "reuse an idempotency key for the same text from another source",
+        store.write(&elsewhere),
+    )?;
+    ensure(matches!(err, Error::IdempotencyConflict { .. }), || {
+        format!("a reused key with another source gives IdempotencyConflict, got {err}")
+    })?;
     eq(
         "a conflicting write stores nothing",
         ok("count", store.count(&reader(100)?, &ListQuery::default()))?,

@@ -676,6 +676,16 @@ fn batch_digest(
             field(r.as_str().as_bytes());
         }
         field(b"|");
+        let source = &f.provenance.source;
+        field(source.session.as_deref().unwrap_or("\u{0}").as_bytes());
+        for turn in &source.turns {
+            field(turn.as_bytes());
+        }
+        field(b"|");
+        for parent in &source.parents {
+            field(&parent.0.to_le_bytes());
+        }
+        field(b"|");
         field(&ts(f.validity.from()).to_le_bytes());
         field(&f.validity.until().map_or(i64::MIN, ts).to_le_bytes());
         for k in &f.keywords {

@@ -112,7 +112,9 @@ impl<'m> Session<'m> {
     /// Writes fragments the agent drafted itself (e.g. findings drawn from a
     /// resource, named in each draft's `resources`): each through the write rule,
     /// embedded, in one transaction. Repeating a write with the same
-    /// `idempotency_key` writes nothing and returns the original ids.
+    /// `idempotency_key` (the user's own: other users' keys are apart), even
+    /// later, writes nothing and returns the original ids; the key with other
+    /// drafts is a conflict.
     pub fn write(
         &self,
         drafts: Vec<Draft>,

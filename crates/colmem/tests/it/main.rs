@@ -788,6 +788,44 @@ fn anonymised_users_get_pseudonyms_keyed_by_their_memory() {
     assert_ne!(shared_text(two.path(), true), first, "keyed per memory");
 }
 
+/// A write under an idempotency key is safe to retry later: the retry returns the
+/// first write's ids; the same key for other content is a conflict.
+#[test]
+fn a_keyed_write_retried_later_is_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let session = memory.session(user("alice"), agent("planner")).unwrap();
+    let drafts = || {
+        vec![Draft::new(
+            "the standup moved to ten",
+            Granularity::Fact,
+            colmem::Kind::Observation,
+        )]
+    };
+    let first = session.write(drafts(), Some("standup".into())).unwrap();
+    tick(&memory);
+    let again = session.write(drafts(), Some("standup".into())).unwrap();
+    assert_eq!(again, first);
+    let other = vec![Draft::new(
+        "the standup moved to eleven",
+        Granularity::Fact,
+        colmem::Kind::Observation,
+    )];
+    let err = session
+        .write(other.clone(), Some("standup".into()))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    // Keys are each user's own: bob's "standup" is another key, and tells bob
+    // nothing of alice's.
+    let bobs = memory
+        .session(user("bob"), agent("planner"))
+        .unwrap()
+        .write(other, Some("standup".into()))
+        .unwrap();
+    assert_ne!(bobs, first);
+}
+
 #[test]
 fn an_answer_reads_only_what_the_read_policy_shows() {
     let dir = tempfile::tempdir().unwrap();
