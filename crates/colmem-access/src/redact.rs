@@ -9,6 +9,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 use serde::Deserialize;
+use unicode_normalization::UnicodeNormalization;
 
 use crate::error::{AccessError, Result};
 
@@ -103,8 +104,10 @@ fn standalone(text: &str, start: usize, end: usize) -> bool {
 /// the name starts or ends with a word character, so names ending in punctuation match.
 pub(crate) fn whole_word_pattern(name: &str) -> String {
     let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    // "Ann Lee" is "Ann  Lee" and "Ann\nLee" too.
-    let words: Vec<String> = name.split_whitespace().map(regex::escape).collect();
+    // "Ann Lee" is "Ann  Lee" and "Ann\nLee" too; "Zoë" is also written "Zoe" and a
+    // combining diaeresis (NFD, as some systems type it).
+    let name: String = name.nfc().collect();
+    let words: Vec<String> = name.split_whitespace().map(either_form).collect();
     format!(
         "(?i){}{}{}",
         if word(name.chars().next()) { r"\b" } else { "" },
@@ -115,6 +118,22 @@ pub(crate) fn whole_word_pattern(name: &str) -> String {
             ""
         },
     )
+}
+
+/// A pattern matching `word` (composed) in its composed or decomposed form, letter
+/// by letter.
+fn either_form(word: &str) -> String {
+    word.chars()
+        .map(|c| {
+            let composed = regex::escape(c.encode_utf8(&mut [0; 4]));
+            let decomposed: String = std::iter::once(c).nfd().collect();
+            if decomposed.chars().count() > 1 {
+                format!("(?:{composed}|{})", regex::escape(&decomposed))
+            } else {
+                composed
+            }
+        })
+        .collect()
 }
 
 /// A compiled set of redactions.
@@ -327,5 +346,29 @@ mod tests {
             redact(&kinds, "see a.b (c) and axb (c)"),
             "see [name] and axb (c)"
         );
+    }
+
+    #[test]
+    fn a_name_matches_however_its_accents_are_encoded() {
+        // Configured composed or decomposed; written composed, decomposed, upper case.
+        for configured in ["Zoë Müller", "Zoe\u{308} Mu\u{308}ller"] {
+            let kinds = vec![Redaction::Names(vec![configured.into()])];
+            for written in [
+                "Zoë Müller",
+                "Zoe\u{308} Mu\u{308}ller",
+                "ZOË MÜLLER",
+                "ZOE\u{308} MU\u{308}LLER",
+            ] {
+                assert_eq!(
+                    redact(&kinds, &format!("ask {written} first")),
+                    "ask [name] first",
+                    "{configured:?} in {written:?}"
+                );
+            }
+            assert_eq!(redact(&kinds, "Zoe Muller"), "Zoe Muller", "other letters");
+        }
+        // An accent on the last letter, before the word's end.
+        let kinds = vec![Redaction::Names(vec!["José".into()])];
+        assert_eq!(redact(&kinds, "Jose\u{301}, call"), "[name], call");
     }
 }
