@@ -111,11 +111,9 @@ impl Harness {
 
     /// Appends an access event to the store's log and applies it to the graph.
     fn log(&mut self, change: AccessChange) -> Result<()> {
-        let event = AccessEvent {
-            at: self.clock.now(),
-            change,
-        };
-        self.graph.check(&event)?;
+        let now = self.clock.now();
+        let event = AccessEvent { at: now, change };
+        self.graph.check_at(&event, now)?;
         self.store.append_access_event(&event)?;
         self.graph.apply(event)?;
         Ok(())

@@ -406,7 +406,6 @@ impl AccessGraph {
             .map(|e| self.graph[e.target()])
     }
 
-    /// Edges of a pair valid at `at` (grants never start after a later event's date).
     /// The edges of a relation that hold at `at` or any time after.
     fn edges_from(
         &self,

@@ -2,8 +2,9 @@
 //! logged tool call, memory read, write and promotion was allowed at its moment.
 //!
 //! It shares no code with `colmem-access`: it keeps its own table of edge intervals built
-//! from the event list (a grant opens `[at, until)`, a revocation closes whatever holds at
-//! its moment), its own transitive group walk, and its own reading of the four conditions
+//! from the event list in the order it was recorded (a grant opens `[at, until)`; a
+//! revocation ends, from its date on, every grant of the edge recorded before it, so it
+//! also cancels one scheduled to start later), its own transitive group walk, and its own reading of the four conditions
 //! of the read rule (DESIGN section 3). Only the vocabulary types of `colmem-core` are shared.
 
 use std::collections::{BTreeSet, HashMap};
@@ -84,8 +85,11 @@ impl Checker {
                     until,
                 }),
                 AccessChange::Revoke { edge } => {
-                    for span in spans.entry(edge).or_default() {
-                        if span.holds(event.at) {
+                    let spans = spans.entry(edge).or_default();
+                    // Nothing of a span scheduled to start at or after the revocation.
+                    spans.retain(|span| span.from < event.at);
+                    for span in spans {
+                        if span.until.is_none_or(|until| until > event.at) {
                             span.until = Some(event.at);
                         }
                     }
@@ -455,6 +459,29 @@ mod tests {
         assert_eq!(late.violations.len(), 2, "{:?}", late.violations);
         assert!(late.violations[0].reason.contains("scope"));
         assert!(late.violations[1].reason.contains("may not invoke"));
+    }
+
+    #[test]
+    fn a_revocation_cancels_a_grant_scheduled_after_it() {
+        let u = UserId::new("checker-u").unwrap();
+        let a = AgentId::new("checker-a").unwrap();
+        let b = AgentId::new("checker-b").unwrap();
+        let revoke = |at: i64, edge| AccessEvent {
+            at: t(at),
+            change: AccessChange::Revoke { edge },
+        };
+        let events = vec![
+            // Scheduled for 100, cancelled by a revocation recorded later, dated 20.
+            grant(100, Edge::Invoke { user: u, agent: a }, None),
+            revoke(20, Edge::Invoke { user: u, agent: a }),
+            // Live from 0, its end scheduled for 300.
+            grant(0, Edge::Invoke { user: u, agent: b }, None),
+            revoke(300, Edge::Invoke { user: u, agent: b }),
+        ];
+        let checker = Checker::new(&events);
+        assert!(!checker.may_invoke(u, a, t(150)), "cancelled");
+        assert!(checker.may_invoke(u, b, t(299)));
+        assert!(!checker.may_invoke(u, b, t(300)), "ended as scheduled");
     }
 
     #[test]

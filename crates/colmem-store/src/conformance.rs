@@ -861,7 +861,7 @@ fn delete_and_purge(make: Factory<'_>) -> Result<(), Failure> {
 }
 
 fn access_event_log(make: Factory<'_>) -> Result<(), Failure> {
-    let (_, store) = fresh(make, 100);
+    let (clock, store) = fresh(make, 0);
     let edge = Edge::Invoke {
         user: user(0)?,
         agent: agent(1)?,
@@ -889,10 +889,12 @@ fn access_event_log(make: Factory<'_>) -> Result<(), Failure> {
     )?;
     // A grant scheduled for later, then a revocation recorded before it takes
     // effect: the log keeps the order of recording, not of dates.
+    set_clock(&clock, 25)?;
     ok(
         "append a grant dated in the future",
         store.append_access_event(&grant(10_000)),
     )?;
+    set_clock(&clock, 30)?;
     let cancel = AccessEvent {
         at: t(30),
         change: AccessChange::Revoke { edge },
@@ -901,12 +903,32 @@ fn access_event_log(make: Factory<'_>) -> Result<(), Failure> {
         "append a revocation dated before the last event",
         store.append_access_event(&cancel),
     )?;
+    // Nothing is dated before the last event was recorded, whatever the caller.
+    let audited = audit_len(&*store)?;
+    let err = refused(
+        "append an event dated before the last one was recorded",
+        store.append_access_event(&grant(28)),
+    )?;
+    ensure(matches!(err, Error::AccessEventBackdated { .. }), || {
+        format!("a backdated event gives AccessEventBackdated, got {err}")
+    })?;
     eq(
-        "the event log returns every event in the order it was recorded",
+        "a backdated event is invalid input",
+        err.kind(),
+        colmem_core::ErrorKind::InvalidInput,
+    )?;
+    eq(
+        "a refused event is not audited",
+        audit_len(&*store)?,
+        audited,
+    )?;
+    eq(
+        "the event log returns every accepted event in the order it was recorded",
         ok("read the event log", store.access_events())?,
         [grant(10), grant(20), revoke, grant(10_000), cancel],
     )?;
 
+    set_clock(&clock, 100)?;
     let id = write_one(&*store, "write a fragment", fact("seen by whom", 100)?)?;
     let record = ok("who could see it at 20", store.visibility_at(id, t(20)))?;
     eq(

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use colmem_core::{ErrorKind, FeedError, FragmentId};
+use colmem_core::{ErrorKind, FeedError, FragmentId, Timestamp};
 
 /// `Result` with the store's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -33,6 +33,16 @@ pub enum Error {
     /// The input is malformed.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// An access event dated before the moment the last one was recorded.
+    #[error(
+        "access event dated {at} is before the last access change was recorded ({recorded}): what could be read then is not rewritten; is the clock behind?"
+    )]
+    AccessEventBackdated {
+        /// The refused event's date.
+        at: Timestamp,
+        /// When the last access event was recorded.
+        recorded: Timestamp,
+    },
     /// An idempotency key already used for a different write.
     #[error("idempotency key {key:?} was already used for a different write: use a fresh key")]
     IdempotencyConflict {
@@ -116,7 +126,9 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::NotFound { .. } => ErrorKind::NotFound,
-            Error::TooLarge { .. } | Error::InvalidInput(_) => ErrorKind::InvalidInput,
+            Error::TooLarge { .. }
+            | Error::InvalidInput(_)
+            | Error::AccessEventBackdated { .. } => ErrorKind::InvalidInput,
             Error::IdempotencyConflict { .. } | Error::NotCurrent { .. } | Error::Constraint(_) => {
                 ErrorKind::Conflict
             }

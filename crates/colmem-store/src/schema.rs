@@ -208,13 +208,15 @@ const MIGRATIONS: &[&str] = &[
     // 4: secrets of this store, made when the store is: the key of the pseudonyms
     // that anonymisation puts in place of user ids (a pseudonym anyone could
     // compute from a user id would name the user). SQLite's randomness comes
-    // from the operating system.
+    // from the operating system. And the record time of each access event, which
+    // no later event may be dated before (events logged earlier have none).
     r#"
     CREATE TABLE secrets (
         name  TEXT PRIMARY KEY,
         value BLOB NOT NULL CHECK (length(value) = 32)
     );
     INSERT INTO secrets (name, value) VALUES ('pseudonym', randomblob(32));
+    ALTER TABLE access_events ADD COLUMN recorded INTEGER;
     "#,
 ];
 

@@ -238,16 +238,19 @@ impl SqliteStore {
         }
     }
 
-    /// The record time of the latest audit entry: every write and access change is
-    /// audited when recorded, so no record time in the store is later (but an
-    /// access change may be dated later, scheduled for then).
-    pub fn latest_audit_time(&self) -> Result<Option<Timestamp>> {
+    /// The latest record time of the audit log and the access event log: every
+    /// write and access change is audited when recorded (but the audit may be
+    /// archived, and an access change may be dated later, scheduled for then).
+    pub fn latest_record_time(&self) -> Result<Option<Timestamp>> {
         self.read(|conn| {
-            Ok(conn
+            let audited: Option<i64> = conn
                 .prepare_cached("SELECT at FROM audit ORDER BY seq DESC LIMIT 1")?
-                .query_row([], |row| row.get::<_, i64>(0))
-                .optional()?
-                .map(Timestamp::from_millis))
+                .query_row([], |row| row.get(0))
+                .optional()?;
+            let access: Option<i64> = conn
+                .prepare_cached("SELECT max(recorded) FROM access_events")?
+                .query_row([], |row| row.get(0))?;
+            Ok(audited.max(access).map(Timestamp::from_millis))
         })
     }
 
@@ -1386,8 +1389,21 @@ impl FragmentStore for SqliteStore {
     fn append_access_event(&self, event: &AccessEvent) -> Result<u64> {
         let body = json(event)?;
         self.write_tx(|tx, now| {
-            tx.prepare_cached("INSERT INTO access_events (at, body) VALUES (?1, ?2)")?
-                .execute(params![ts(event.at), body])?;
+            // What was recorded is not rewritten: no event is dated before the
+            // moment the last one was recorded (whatever the caller's clock says).
+            let recorded: Option<i64> = tx
+                .prepare_cached("SELECT max(recorded) FROM access_events")?
+                .query_row([], |row| row.get(0))?;
+            if let Some(recorded) = recorded.filter(|&r| ts(event.at) < r) {
+                return Err(Error::AccessEventBackdated {
+                    at: event.at,
+                    recorded: Timestamp::from_millis(recorded),
+                });
+            }
+            tx.prepare_cached(
+                "INSERT INTO access_events (at, recorded, body) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![ts(event.at), ts(now), body])?;
             let seq = u64::try_from(tx.last_insert_rowid()).unwrap_or(0);
             append_audit_tx(tx, now, &AuditEvent::Access { event: *event })?;
             Ok(seq)

@@ -216,8 +216,9 @@ pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
     fn purge(&self, request: &Purge) -> Result<()>;
 
     /// Appends an access-graph event (and its audit entry) to the log, which keeps
-    /// the order of recording; the access layer checks the event first (its date
-    /// may not be before the moment of recording). Returns its position in the log.
+    /// the order of recording, with the moment it is recorded; refuses one dated
+    /// before the last event was recorded ([`crate::Error::AccessEventBackdated`]: the
+    /// access layer refuses one dated before now). Returns its position in the log.
     fn append_access_event(&self, event: &AccessEvent) -> Result<u64>;
 
     /// The whole access event log, in the order of recording.

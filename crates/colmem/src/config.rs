@@ -66,7 +66,8 @@ pub enum ClockConfig {
     #[default]
     System,
     /// A logical clock that moves only when told to (scenarios and tests). It starts at
-    /// `start`, or at the last access event's date if that is later.
+    /// `start`, or at the latest moment the store recorded anything if that is
+    /// later (not at the date of a change scheduled for later).
     Logical {
         /// The first moment: RFC 3339, a date, or milliseconds since the epoch.
         start: Timestamp,

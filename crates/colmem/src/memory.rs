@@ -199,8 +199,8 @@ impl Memory {
         if let Some(logical) = &logical {
             // A logical clock never reads earlier than the history already recorded
             // (nor later: an access change scheduled for later takes effect then).
-            let audited = store.latest_audit_time()?;
-            if let Some(latest) = audited.max(latest_record_time(&store)?)
+            let recorded = store.latest_record_time()?;
+            if let Some(latest) = recorded.max(latest_change_time(&store)?)
                 && latest > logical.now()
             {
                 logical.set(latest)?;
@@ -378,7 +378,7 @@ const RECENT_CHANGES: u64 = 64;
 
 /// The latest record time among the most recent changes: creation, supersession
 /// or deletion of the fragments they touch.
-fn latest_record_time(store: &SqliteStore) -> Result<Option<Timestamp>> {
+fn latest_change_time(store: &SqliteStore) -> Result<Option<Timestamp>> {
     let head = store.head()?;
     let start = head.saturating_sub(RECENT_CHANGES);
     let changes = store.changes_after(start, RECENT_CHANGES as usize)?;

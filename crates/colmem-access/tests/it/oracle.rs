@@ -419,6 +419,8 @@ fn fragment(id: u64, spec: &FragmentSpec) -> Fragment {
 struct Coverage {
     deciding: [usize; 4],
     same_instant_revocations: usize,
+    scheduled_revocations: usize,
+    cancelled_grants: usize,
     max_depth: usize,
     visible: usize,
     forbidden: usize,
@@ -444,6 +446,14 @@ fn check(case: &Case, coverage: &RefCell<Coverage>) -> Result<(), TestCaseError>
         let accepted = graph.check_at(&e, t(now)).is_ok() && graph.apply(e).is_ok();
         prop_assert_eq!(accepted, oracle_accepts, "acceptance of {:?}", e);
         if accepted {
+            if let AccessChange::Revoke { edge } = e.change {
+                let mut cov = coverage.borrow_mut();
+                cov.scheduled_revocations += usize::from(e.at > t(now));
+                cov.cancelled_grants += usize::from(oracle.log.iter().any(|g| {
+                    matches!(g.change, AccessChange::Grant { edge: granted, .. } if granted == edge)
+                        && g.at > e.at
+                }));
+            }
             oracle.log.push(e);
             if let AccessChange::Revoke {
                 edge: Edge::Invoke { user, agent },
@@ -570,6 +580,12 @@ fn read_rule_matches_the_oracle_on_evolving_graphs() {
         cov.same_instant_revocations > 100,
         "same-instant revocations: {}",
         cov.same_instant_revocations
+    );
+    assert!(
+        cov.scheduled_revocations > 100 && cov.cancelled_grants > 100,
+        "scheduled revocations {}, revocations of a grant scheduled after them {}",
+        cov.scheduled_revocations,
+        cov.cancelled_grants
     );
     assert!(
         cov.max_depth >= 3,

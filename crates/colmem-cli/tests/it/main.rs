@@ -408,6 +408,12 @@ fn grants_with_at_and_until_and_backdated_events() {
     assert!(err.contains("before now"), "{err}");
     // The scheduled grant holds up no change dated now: the agent is cut off at once.
     env.ok(&["revoke", "member", "--group", "crew-1", "--agent", "helper"]);
+    // Gone from now on: nothing is left to revoke.
+    let err = env.fails(
+        &["revoke", "member", "--group", "crew-1", "--agent", "helper"],
+        6,
+    );
+    assert!(err.contains("nothing to revoke"), "{err}");
 }
 
 #[test]

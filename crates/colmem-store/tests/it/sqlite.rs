@@ -150,6 +150,7 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
              ALTER TABLE fragments DROP COLUMN class; \
              DROP TABLE class_counts; DROP TABLE access_classes; \
              DROP TABLE card_edges; DROP TABLE cards; DROP TABLE secrets; \
+             ALTER TABLE access_events DROP COLUMN recorded; \
              DELETE FROM schema_version WHERE version >= 2;",
         )
         .unwrap();

@@ -436,6 +436,25 @@ fn audits_matrix_and_who_could_see() {
         2,
         "the past is replayed as it was"
     );
+    // Given back from tomorrow, then cancelled before its time: between the
+    // cancellation and tomorrow the replay meets a revocation with nothing left to
+    // revoke; after tomorrow, the cancelled grant.
+    let scribe = Edge::Invoke {
+        user: user("alice"),
+        agent: agent("scribe"),
+    };
+    let now = memory.now().as_millis();
+    let tomorrow = Timestamp::from_millis(now + 24 * 60 * MINUTE);
+    admin.grant(scribe, Some(tomorrow), None).unwrap();
+    tick(&memory);
+    admin.revoke(scribe, None).unwrap();
+    for at in [now + 60 * MINUTE, now + 48 * 60 * MINUTE] {
+        assert_eq!(
+            admin.who_could_see(id, Timestamp::from_millis(at)).unwrap(),
+            vec![(user("alice"), agent("planner"))],
+            "at {at}"
+        );
+    }
 
     let explanation = admin.explain(user("alice"), agent("scribe"), id).unwrap();
     assert!(!explanation.visible());
