@@ -389,20 +389,34 @@ impl Pipeline {
             return self.write_authorized(caller, drafts, None);
         };
         let scoped = format!("ama-write:{}:{key}", caller.user());
-        let Some(written) = self.store.idempotent_ids(&scoped)? else {
-            return self.write_authorized(caller, drafts, Some(scoped));
+        let asked = drafts
+            .iter()
+            .map(|d| caller.authorize(d.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        let written = match self.store.idempotent_ids(&scoped)? {
+            Some(written) => written,
+            None => match self.write_authorized(caller, drafts, Some(scoped.clone())) {
+                // The same key written meanwhile (a retry beside the first call,
+                // stamped with another time): decided below as any retry is.
+                Err(Error::Store(colmem_store::Error::IdempotencyConflict { .. })) => self
+                    .store
+                    .idempotent_ids(&scoped)?
+                    .ok_or_else(|| colmem_store::Error::IdempotencyConflict { key: key.clone() })?,
+                done => return done,
+            },
         };
         // A retry, made later (so stamped with other times), returns what the first
-        // call wrote; the same key for another request is a conflict.
-        let asked = drafts
-            .into_iter()
-            .map(|d| caller.authorize(d))
-            .collect::<Result<Vec<_>>>()?;
-        let stored = written
-            .iter()
-            .map(|id| self.store.get(*id))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        if stored.len() == asked.len() && stored.iter().zip(&asked).all(|(s, f)| asks_alike(s, f)) {
+        // call wrote; the same key for another request is a conflict. What the first
+        // call wrote and was purged since is not compared.
+        let mut alike = written.len() == asked.len();
+        for (id, asked) in written.iter().zip(&asked) {
+            match self.store.get(*id) {
+                Ok(stored) => alike &= asks_alike(&stored, asked),
+                Err(colmem_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if alike {
             Ok(written)
         } else {
             Err(colmem_store::Error::IdempotencyConflict { key }.into())
@@ -1297,9 +1311,12 @@ const REPLACED_DEPTH: usize = 8;
 /// How many of the caller's newest fact versions an answer searches for replaced ones.
 const REPLACED_LOOKBACK: usize = 200;
 /// Whether a stored fragment is what a write asks for again: the same text, key,
-/// kind, scope and provenance but for the times it was made at.
+/// kind, scope, start of validity (its end is closed when it is replaced),
+/// keywords and provenance but for the time it was made at.
 fn asks_alike(stored: &Fragment, asked: &NewFragment) -> bool {
     stored.content == asked.content
+        && stored.validity.from() == asked.validity.from()
+        && stored.keywords == asked.keywords
         && stored.key == asked.key
         && stored.granularity == asked.granularity
         && stored.kind == asked.kind

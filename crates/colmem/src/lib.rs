@@ -50,7 +50,7 @@ pub use colmem_cards::{
 pub use colmem_core::{
     AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Draft, Edge, ErrorKind, Forbidden,
     Fragment, FragmentId, Granularity, GroupId, GroupKind, Kind, Member, Principal, ResourceId,
-    Scope, StoredFragment, Timestamp, UserId, View,
+    Scope, StoredFragment, Timestamp, UserId, Validity, View,
 };
 pub use colmem_eval::locomo;
 pub use colmem_store::{AuditProblem, AuditStatus, BackupReport};

@@ -835,6 +835,24 @@ fn a_keyed_write_retried_later_is_replayed() {
         .write(other.clone(), Some("standup".into()))
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    // The same text valid from another day is another request.
+    let mut dated = drafts();
+    dated[0].validity = colmem::Validity::since(Timestamp::parse("2025-06-01").unwrap());
+    let err = session.write(dated, Some("standup".into())).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    // Purged since, the first write is still what the key names.
+    use colmem::parts::store::FragmentStore as _;
+    memory
+        .store()
+        .purge(&colmem::parts::store::Purge {
+            admin: "root".into(),
+            fragment: first[0],
+        })
+        .unwrap();
+    assert_eq!(
+        session.write(drafts(), Some("standup".into())).unwrap(),
+        first
+    );
     // Keys are each user's own: bob's "standup" is another key, and tells bob
     // nothing of alice's.
     let bobs = memory
