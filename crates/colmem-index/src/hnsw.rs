@@ -83,12 +83,12 @@ pub struct HnswIndex {
     exact: Option<FlatIndex>,
     /// Serialises writers, so capacity checks and inserts do not race.
     writer: Mutex<()>,
-    /// Whether a vector was removed since the last save. usearch only marks a
+    /// Whether a vector was purged since the last save. usearch only marks a
     /// removed slot free and keeps its bytes (compaction too), which a save
-    /// would write out: a save after a removal first rebuilds the graph from the
+    /// would write out: a save after a purge first rebuilds the graph from the
     /// exact copies, so no snapshot holds the vector of a purged fragment. A
     /// partition graph, which has no copies, is rebuilt by its owner.
-    removed: AtomicBool,
+    purged: AtomicBool,
 }
 
 impl std::fmt::Debug for HnswIndex {
@@ -132,7 +132,7 @@ impl HnswIndex {
             index: RwLock::new(index),
             exact: Some(FlatIndex::new(dim)),
             writer: Mutex::new(()),
-            removed: AtomicBool::new(false),
+            purged: AtomicBool::new(false),
         })
     }
 
@@ -282,11 +282,22 @@ impl VectorIndex for HnswIndex {
             return Ok(false);
         }
         index.remove(id).map_err(|e| Error::backend(BACKEND, e))?;
-        self.removed.store(true, Ordering::SeqCst);
         if let Some(exact) = &self.exact {
             exact.remove(id)?;
         }
         Ok(true)
+    }
+
+    fn purge(&self, ids: &[u64]) -> Result<()> {
+        for &id in ids {
+            self.remove(id)?;
+        }
+        // Even for ids removed before (a deleted fragment purged later): their
+        // bytes may still lie in freed slots.
+        if !ids.is_empty() {
+            self.purged.store(true, Ordering::SeqCst);
+        }
+        Ok(())
     }
 
     fn clear(&self) -> Result<()> {
@@ -395,7 +406,7 @@ impl VectorIndex for HnswIndex {
         // Held through the save: a removal meanwhile would be written out.
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(exact) = &self.exact
-            && self.removed.load(Ordering::SeqCst)
+            && self.purged.load(Ordering::SeqCst)
         {
             let rows = exact.rows();
             let index = Self::fresh(self.dim, &self.config)?;
@@ -404,7 +415,7 @@ impl VectorIndex for HnswIndex {
                 rows.iter().map(|(id, v)| (*id, v.as_slice())).collect();
             add_all(&index, &items, self.config.threads)?;
             *self.write() = index;
-            self.removed.store(false, Ordering::SeqCst);
+            self.purged.store(false, Ordering::SeqCst);
         }
         self.read()
             .save(text)

@@ -447,12 +447,22 @@ impl HybridIndex {
         // No snapshot holds a removed (purged) vector: the partition graphs that
         // held one are rebuilt (searches go on meanwhile), until none does under
         // the read lock the save holds.
+        let mut tries = 0;
         let state = loop {
             let state = self.read();
-            if !state.partitions.holds_removed() {
+            if !state.partitions.holds_purged() {
                 break state;
             }
-            let rebuilt = state.partitions.rebuild_removed(&*self.vector)?;
+            tries += 1;
+            if tries > 3 {
+                // Changes keep coming: rebuild with them held off.
+                drop(state);
+                let mut state = self.write();
+                let rebuilt = state.partitions.rebuild_purged(&*self.vector)?;
+                state.partitions.install(rebuilt);
+                continue;
+            }
+            let rebuilt = state.partitions.rebuild_purged(&*self.vector)?;
             drop(state);
             self.write().partitions.install(rebuilt);
         };
@@ -684,9 +694,9 @@ impl HybridIndex {
         for &id in ids {
             state.postings.remove(id);
             state.granularity.remove(id);
-            state.partitions.remove(id)?;
-            self.vector.remove(id)?;
         }
+        state.partitions.purge(ids)?;
+        self.vector.purge(ids)?;
         if let Some(lexical) = &self.lexical {
             lexical.purge(ids)?;
         }

@@ -94,11 +94,11 @@ pub(crate) struct Partitions {
     key_of: IdMap<PartKey>,
     members: HashMap<PartKey, RoaringTreemap>,
     graphs: HashMap<PartKey, Arc<dyn VectorIndex>>,
-    /// Graphs a vector was removed from since they were built: a backend may keep
+    /// Graphs a vector was purged from since they were built: a backend may keep
     /// a removed vector's bytes (usearch does), so they are rebuilt before a save.
-    removed_from: HashSet<PartKey>,
-    /// Counts the changes, so graphs rebuilt meanwhile are installed only if
-    /// nothing changed since.
+    purged_from: HashSet<PartKey>,
+    /// Counts the changes (never reset), so graphs rebuilt meanwhile are
+    /// installed only if nothing changed since.
     generation: u64,
 }
 
@@ -109,9 +109,12 @@ pub(crate) struct Rebuilt {
 }
 
 impl Partitions {
-    /// Forgets everything.
+    /// Forgets everything (but the count of changes).
     pub(crate) fn clear(&mut self) {
-        *self = Partitions::default();
+        *self = Partitions {
+            generation: self.generation + 1,
+            ..Partitions::default()
+        };
     }
 
     /// The number of partition graphs.
@@ -142,7 +145,6 @@ impl Partitions {
                 }
                 if let Some(graph) = self.graphs.get(&old) {
                     graph.remove(id)?;
-                    self.removed_from.insert(old);
                 }
             }
             if let Some(key) = key {
@@ -184,22 +186,39 @@ impl Partitions {
             }
             if let Some(graph) = self.graphs.get(&old) {
                 graph.remove(id)?;
-                self.removed_from.insert(old);
             }
         }
         Ok(())
     }
 
-    /// Whether a graph holds removed vectors' bytes ([`Partitions::rebuild_removed`]).
-    pub(crate) fn holds_removed(&self) -> bool {
-        !self.removed_from.is_empty()
+    /// Forgets purged fragments, and marks the graphs that may still hold their
+    /// vectors' bytes for a rebuild: the graph of each, or every graph for one
+    /// removed before (deleted, then purged).
+    pub(crate) fn purge(&mut self, ids: &[u64]) -> Result<()> {
+        for &id in ids {
+            match self.key_of.get(&id).copied() {
+                Some(key) => {
+                    self.remove(id)?;
+                    if self.graphs.contains_key(&key) {
+                        self.purged_from.insert(key);
+                    }
+                }
+                None => self.purged_from.extend(self.graphs.keys().copied()),
+            }
+        }
+        Ok(())
     }
 
-    /// Rebuilds from `main` every graph a vector was removed from, so that a save
-    /// writes no removed (purged) vector. Reads only: searches go on meanwhile.
-    pub(crate) fn rebuild_removed(&self, main: &dyn VectorIndex) -> Result<Rebuilt> {
+    /// Whether a graph may hold purged vectors' bytes ([`Partitions::rebuild_purged`]).
+    pub(crate) fn holds_purged(&self) -> bool {
+        !self.purged_from.is_empty()
+    }
+
+    /// Rebuilds from `main` every graph a vector was purged from, so that a save
+    /// writes no purged vector. Reads only: searches go on meanwhile.
+    pub(crate) fn rebuild_purged(&self, main: &dyn VectorIndex) -> Result<Rebuilt> {
         let mut graphs = Vec::new();
-        for key in &self.removed_from {
+        for key in &self.purged_from {
             if !self.graphs.contains_key(key) {
                 continue;
             }
@@ -222,7 +241,7 @@ impl Partitions {
             return;
         }
         self.graphs.extend(rebuilt.graphs);
-        self.removed_from.clear();
+        self.purged_from.clear();
     }
 
     /// Builds the graph of every partition holding more than `min_size` vectors.

@@ -67,6 +67,17 @@ pub trait VectorIndex: Send + Sync + fmt::Debug {
     /// Forgets the vector of fragment `id`; returns whether it was held.
     fn remove(&self, id: u64) -> Result<bool>;
 
+    /// Forgets the vectors of `ids` for good (purged fragments): no later save may
+    /// hold a byte of them, nor of vectors removed earlier under these ids. A
+    /// backend that keeps a removed vector's bytes (usearch does) drops them by
+    /// its next save; one that frees them on removal needs only the default.
+    fn purge(&self, ids: &[u64]) -> Result<()> {
+        for &id in ids {
+            self.remove(id)?;
+        }
+        Ok(())
+    }
+
     /// Forgets every vector.
     fn clear(&self) -> Result<()>;
 

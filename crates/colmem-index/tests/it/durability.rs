@@ -249,7 +249,11 @@ fn a_purged_vector_lies_in_no_snapshot_file() {
             None,
         )
     }));
-    for (name, make) in list {
+    // Purged at once, or deleted first (its vector removed then) and purged later.
+    for ((name, make), deleted_first) in list
+        .into_iter()
+        .flat_map(|backend| [(backend, false), (backend, true)])
+    {
         let dir = tempfile::tempdir().unwrap();
         let feed = feed_with(30, "emb-1");
         let (index, _) = open(dir.path(), make, Some("emb-1"), &feed);
@@ -266,11 +270,19 @@ fn a_purged_vector_lies_in_no_snapshot_file() {
             held(dir.path()).is_some(),
             "{name}: the snapshot holds the vector"
         );
+        if deleted_first {
+            feed.delete(101, 2_000);
+            index.catch_up(&feed).unwrap();
+            index.persist().unwrap();
+        }
         feed.purge(101);
         index.catch_up(&feed).unwrap();
         index.persist().unwrap();
         if let Some(file) = held(dir.path()) {
-            panic!("{name}: a purged vector in {}", file.display());
+            panic!(
+                "{name} (deleted first: {deleted_first}): a purged vector in {}",
+                file.display()
+            );
         }
         drop(index);
         let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
