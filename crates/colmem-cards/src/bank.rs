@@ -379,17 +379,29 @@ impl CardBank {
                     let credibility =
                         existing.credibility + (1.0 - existing.credibility) * 0.5 * draft.evidence;
                     let merged_vector = self.embed(&merged.trigger_text())?;
-                    let id = self.write(
+                    let written = self.write(
                         writer,
                         &merged,
                         credibility,
                         round,
                         merged_vector,
                         Some(&existing),
-                    )?;
+                    );
                     cards.retain(|c| c.id != existing.id);
-                    report.merged += 1;
-                    id
+                    match written {
+                        Ok(id) => {
+                            report.merged += 1;
+                            id
+                        }
+                        // Closed meanwhile by another writer: nothing to merge into,
+                        // so the candidate is a card of its own.
+                        Err(Error::Store(colmem_store::Error::NotCurrent { id, .. }))
+                            if id == existing.id =>
+                        {
+                            self.write(writer, &draft, assessment.reliability, round, vector, None)?
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
                 None => self.write(writer, &draft, assessment.reliability, round, vector, None)?,
             };

@@ -267,6 +267,54 @@ fn a_writer_outside_the_global_writers_never_closes_a_global_card() {
     );
 }
 
+/// A merger that, while merging, lets another writer close the card merged into.
+#[derive(Debug)]
+struct ClosedMeanwhile {
+    store: std::sync::OnceLock<std::sync::Arc<colmem_store::SqliteStore>>,
+    user: colmem_core::UserId,
+    agent: AgentId,
+}
+
+impl colmem_cards::Merger for ClosedMeanwhile {
+    fn merge(
+        &self,
+        existing: &colmem_cards::Card,
+        candidate: &colmem_cards::CardDraft,
+    ) -> colmem_cards::Result<colmem_cards::CardDraft> {
+        use colmem_store::FragmentStore as _;
+        if let Some(store) = self.store.get() {
+            store.delete(&colmem_store::Delete {
+                user: self.user,
+                agent: self.agent,
+                fragment: existing.id,
+            })?;
+        }
+        colmem_cards::OfflineMerger.merge(existing, candidate)
+    }
+}
+
+#[test]
+fn a_card_closed_while_a_lesson_merges_into_it_leaves_the_lesson_a_card_of_its_own() {
+    let merger = std::sync::Arc::new(ClosedMeanwhile {
+        store: std::sync::OnceLock::new(),
+        user: colmem_core::UserId::new("cards-user").unwrap(),
+        agent: AgentId::new("cards-agent").unwrap(),
+    });
+    let roles = colmem_cards::Roles {
+        merger: merger.clone(),
+        ..colmem_cards::Roles::offline()
+    };
+    let world = World::with_roles(BankConfig::default(), roles);
+    let failure = |id: &str| trajectory(id, CRATES, "floor", "ceil", false);
+    let first = world.learn(&[failure("t1")]).written[0];
+    merger.store.set(world.store.clone()).unwrap();
+    let report = world
+        .try_learn_as(world.agent, None, &[failure("t2")])
+        .unwrap();
+    assert_eq!((report.merged, report.written.len()), (0, 1), "{report:?}");
+    assert_ne!(report.written[0], first);
+}
+
 #[test]
 fn a_score_or_a_setting_that_is_not_a_number_is_refused() {
     let world = World::new(BankConfig::default());

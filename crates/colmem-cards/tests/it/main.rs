@@ -34,6 +34,11 @@ pub struct World {
 
 impl World {
     pub fn new(config: BankConfig) -> World {
+        World::with_roles(config, Roles::offline())
+    }
+
+    /// A world whose bank has these roles.
+    pub fn with_roles(config: BankConfig, roles: Roles) -> World {
         let clock = Arc::new(LogicalClock::new(Timestamp::from_millis(1_000)));
         let store = Arc::new(
             SqliteStore::open_in_memory(StoreConfig {
@@ -75,7 +80,7 @@ impl World {
             store.clone(),
             embedder,
             Arc::new(ApproxTokenCounter),
-            Roles::offline(),
+            roles,
             config,
         )
         .unwrap();
