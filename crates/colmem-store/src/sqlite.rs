@@ -1261,45 +1261,11 @@ impl FragmentStore for SqliteStore {
         self.check_fragment(&request.new)?;
         let mut found = HashMap::new();
         let new_id = self.write_tx(|tx, now| {
-            let (from, until, superseded, deleted) = fragment_state(tx, request.old)?;
-            if deleted.is_some() {
-                return Err(Error::NotCurrent {
-                    id: request.old,
-                    state: "deleted",
-                });
-            }
-            if superseded.is_some() {
-                return Err(Error::NotCurrent {
-                    id: request.old,
-                    state: "superseded",
-                });
-            }
-            let old_validity = Validity::new(
-                Timestamp::from_millis(from),
-                until.map(Timestamp::from_millis),
-            )
-            .map_err(|e| Error::corrupt(e.to_string()))?;
-            // A new version that starts no later than the old one corrects it
-            // rather than ending it in world time: the old interval is kept.
-            let closed = old_validity
-                .closed_at(request.new.validity.from())
-                .unwrap_or(old_validity);
             let new_id = self
                 .insert_fragments(tx, &[&request.new], &mut found)?
                 .into_iter()
                 .next()
                 .ok_or_else(|| Error::corrupt("an insert returned no id"))?;
-            tx.prepare_cached(
-                "UPDATE fragments SET valid_until = ?1, superseded_at = ?2, superseded_by = ?3 \
-                 WHERE id = ?4",
-            )?
-            .execute(params![
-                closed.until().map(ts),
-                ts(now),
-                id_param(new_id)?,
-                id_param(request.old)?
-            ])?;
-            record_change(tx, request.old, ChangeOp::Meta)?;
             append_audit_tx(
                 tx,
                 now,
@@ -1309,14 +1275,16 @@ impl FragmentStore for SqliteStore {
                     fragments: vec![(new_id, Digest::of_text(&request.new.content))],
                 },
             )?;
-            append_audit_tx(
+            // A new version that starts no later than the old one corrects it
+            // rather than ending it in world time: the old interval is kept.
+            supersede_by_tx(
                 tx,
                 now,
-                &AuditEvent::Update {
+                &SupersedeBy {
                     user: request.user,
                     agent: request.agent,
                     old: request.old,
-                    new: new_id,
+                    successor: new_id,
                 },
             )?;
             Ok(new_id)

@@ -97,6 +97,21 @@ fn ids(index: &HybridIndex, text: &str, view: View) -> Vec<u64> {
     ids
 }
 
+/// The hits of a vector search over every version, up to 100.
+fn vector_hits(index: &HybridIndex, vector: &[f32]) -> Vec<colmem_index::Hit> {
+    index
+        .search(
+            &Query {
+                vector: Some(vector),
+                text: None,
+                k: 100,
+                granularities: &[],
+            },
+            &filter().with_view(View::AllVersions),
+        )
+        .unwrap()
+}
+
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -193,18 +208,7 @@ fn open_builds_then_restores_and_catches_up_on_every_op() {
             ids(&index, "quokka", View::AllVersions).is_empty(),
             "{name}"
         );
-        let q = vec![0.1; DIM];
-        let hits = index
-            .search(
-                &Query {
-                    vector: Some(&q),
-                    text: None,
-                    k: 100,
-                    granularities: &[],
-                },
-                &filter().with_view(View::AllVersions),
-            )
-            .unwrap();
+        let hits = vector_hits(&index, &[0.1; DIM]);
         assert!(
             hits.iter().all(|h| ![4, 7, 101].contains(&h.id.0)),
             "{name}: no vector of dropped fragments"
@@ -287,18 +291,7 @@ fn a_purged_vector_lies_in_no_snapshot_file() {
         drop(index);
         let (index, report) = open(dir.path(), make, Some("emb-1"), &feed);
         assert!(report.restored, "{name}: {:?}", report.rebuild_reason);
-        let q = vec![0.5; DIM];
-        let hits = index
-            .search(
-                &Query {
-                    vector: Some(&q),
-                    text: None,
-                    k: 100,
-                    granularities: &[],
-                },
-                &filter().with_view(View::AllVersions),
-            )
-            .unwrap();
+        let hits = vector_hits(&index, &[0.5; DIM]);
         assert_eq!(hits.len(), 30, "{name}: every other vector is kept");
     }
 }

@@ -222,29 +222,17 @@ fn a_scheduled_grant_holds_up_no_revocation_and_survives_reopening() {
         .unwrap();
     tick(&memory);
     // A compromised agent can be cut off at once, whatever is scheduled.
-    memory
-        .admin()
-        .revoke(
-            Edge::Invoke {
-                user: user("alice"),
-                agent: agent("scribe"),
-            },
-            None,
-        )
-        .unwrap();
+    let alice_scribe = Edge::Invoke {
+        user: user("alice"),
+        agent: agent("scribe"),
+    };
+    memory.admin().revoke(alice_scribe, None).unwrap();
     assert!(memory.session(user("alice"), agent("scribe")).is_err());
     // Given back the day after, recorded last.
     let day_after = Timestamp::from_millis(tomorrow.as_millis() + 24 * 60 * MINUTE);
     memory
         .admin()
-        .grant(
-            Edge::Invoke {
-                user: user("alice"),
-                agent: agent("scribe"),
-            },
-            Some(day_after),
-            None,
-        )
+        .grant(alice_scribe, Some(day_after), None)
         .unwrap();
     let recorded = memory.now();
     let graph = memory.access_graph();
