@@ -377,7 +377,8 @@ impl Pipeline {
     /// transaction and returns their ids. Under `idempotency_key` (scoped to the
     /// caller's user) a retry, whenever made, returns the first call's ids if it
     /// asks for the same fragments (all but their times), and is
-    /// refused as an `IdempotencyConflict` if not.
+    /// refused as an `IdempotencyConflict` if not, or once what the first call
+    /// wrote was purged.
     pub fn write_drafts(
         &self,
         caller: &Caller<'_>,
@@ -388,7 +389,7 @@ impl Pipeline {
         let Some(key) = idempotency_key else {
             return self.write_authorized(caller, drafts, None);
         };
-        let scoped = format!("ama-write:{}:{key}", caller.user());
+        let scoped = scoped_key("ama-write", caller.user(), &key);
         let asked = drafts
             .iter()
             .map(|d| caller.authorize(d.clone()))
@@ -406,13 +407,13 @@ impl Pipeline {
             },
         };
         // A retry, made later (so stamped with other times), returns what the first
-        // call wrote; the same key for another request is a conflict. What the first
-        // call wrote and was purged since is not compared.
+        // call wrote; the same key for another request is a conflict, and so is any
+        // request once what the first call wrote was purged (it cannot be compared).
         let mut alike = written.len() == asked.len();
         for (id, asked) in written.iter().zip(&asked) {
             match self.store.get(*id) {
                 Ok(stored) => alike &= asks_alike(&stored, asked),
-                Err(colmem_store::Error::NotFound { .. }) => {}
+                Err(colmem_store::Error::NotFound { .. }) => alike = false,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -474,7 +475,7 @@ impl Pipeline {
         turn: &TurnInput,
         idempotency_key: Option<&str>,
     ) -> Result<Remembered> {
-        let key = idempotency_key.map(|k| format!("ama-remember:{}:{k}", caller.user()));
+        let key = idempotency_key.map(|k| scoped_key("ama-remember", caller.user(), k));
         if let Some(key) = &key
             && let Some(written) = self.store.idempotent_ids(key)?
         {
@@ -1310,12 +1311,19 @@ const RELATED_FROM: usize = 5;
 const REPLACED_DEPTH: usize = 8;
 /// How many of the caller's newest fact versions an answer searches for replaced ones.
 const REPLACED_LOOKBACK: usize = 200;
+/// An idempotency key of `kind` scoped to `user`, the user's name prefixed with its
+/// length, so that no user and key read as another user and key.
+fn scoped_key(kind: &str, user: UserId, key: &str) -> String {
+    format!("{kind}:{}:{user}:{key}", user.as_str().len())
+}
+
 /// Whether a stored fragment is what a write asks for again: the same text, key,
-/// kind, scope, start of validity (its end is closed when it is replaced),
-/// keywords and provenance but for the time it was made at.
+/// kind, scope, validity (its end only while it is current: it is closed when it
+/// is replaced), keywords and provenance but for the time it was made at.
 fn asks_alike(stored: &Fragment, asked: &NewFragment) -> bool {
     stored.content == asked.content
         && stored.validity.from() == asked.validity.from()
+        && (stored.superseded_at.is_some() || stored.validity.until() == asked.validity.until())
         && stored.keywords == asked.keywords
         && stored.key == asked.key
         && stored.granularity == asked.granularity
@@ -1681,6 +1689,16 @@ enum Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_user_and_key_read_as_another_user_and_key() {
+        let a = UserId::new("a").unwrap();
+        let ab = UserId::new("a:b").unwrap();
+        assert_ne!(
+            scoped_key("ama-write", a, "b:k"),
+            scoped_key("ama-write", ab, "k")
+        );
+    }
 
     #[test]
     fn a_query_names_a_month_by_its_name_not_by_the_verb_may() {

@@ -393,11 +393,12 @@ impl CardBank {
                             report.merged += 1;
                             id
                         }
-                        // Closed meanwhile by another writer: nothing to merge into,
-                        // so the candidate is a card of its own.
-                        Err(Error::Store(colmem_store::Error::NotCurrent { id, .. }))
-                            if id == existing.id =>
-                        {
+                        // Closed or purged meanwhile by another writer: nothing to
+                        // merge into, so the candidate is a card of its own.
+                        Err(Error::Store(
+                            colmem_store::Error::NotCurrent { id, .. }
+                            | colmem_store::Error::NotFound { id },
+                        )) if id == existing.id => {
                             self.write(writer, &draft, assessment.reliability, round, vector, None)?
                         }
                         Err(e) => return Err(e),

@@ -289,14 +289,18 @@ impl VectorIndex for HnswIndex {
     }
 
     fn purge(&self, ids: &[u64]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        // Marked before (a removal that fails part-way leaves the mark) and after
+        // (a save in between rebuilt before the removals): even for ids removed
+        // before (a deleted fragment purged later), whose bytes may still lie in
+        // freed slots.
+        self.purged.store(true, Ordering::SeqCst);
         for &id in ids {
             self.remove(id)?;
         }
-        // Even for ids removed before (a deleted fragment purged later): their
-        // bytes may still lie in freed slots.
-        if !ids.is_empty() {
-            self.purged.store(true, Ordering::SeqCst);
-        }
+        self.purged.store(true, Ordering::SeqCst);
         Ok(())
     }
 

@@ -195,6 +195,8 @@ impl Partitions {
     /// vectors' bytes for a rebuild: the graph of each, or every graph for one
     /// removed before (deleted, then purged).
     pub(crate) fn purge(&mut self, ids: &[u64]) -> Result<()> {
+        // A change even when no id is held: graphs rebuilt meanwhile miss the marks.
+        self.generation += 1;
         for &id in ids {
             match self.key_of.get(&id).copied() {
                 Some(key) => {

@@ -209,7 +209,8 @@ const MIGRATIONS: &[&str] = &[
     // that anonymisation puts in place of user ids (a pseudonym anyone could
     // compute from a user id would name the user). SQLite's randomness comes
     // from the operating system. And the record time of each access event, which
-    // no later event may be dated before (events logged earlier have none).
+    // no later event may be dated before (events logged before this migration
+    // count as recorded when it was applied).
     r#"
     CREATE TABLE secrets (
         name  TEXT PRIMARY KEY,
@@ -217,6 +218,7 @@ const MIGRATIONS: &[&str] = &[
     );
     INSERT INTO secrets (name, value) VALUES ('pseudonym', randomblob(32));
     ALTER TABLE access_events ADD COLUMN recorded INTEGER;
+    CREATE INDEX access_events_recorded ON access_events (recorded);
     "#,
 ];
 

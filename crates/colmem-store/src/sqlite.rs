@@ -248,7 +248,7 @@ impl SqliteStore {
                 .query_row([], |row| row.get(0))
                 .optional()?;
             let access: Option<i64> = conn
-                .prepare_cached("SELECT max(recorded) FROM access_events")?
+                .prepare_cached(LAST_ACCESS_RECORD)?
                 .query_row([], |row| row.get(0))?;
             Ok(audited.max(access).map(Timestamp::from_millis))
         })
@@ -1360,7 +1360,7 @@ impl FragmentStore for SqliteStore {
             // What was recorded is not rewritten: no event is dated before the
             // moment the last one was recorded (whatever the caller's clock says).
             let recorded: Option<i64> = tx
-                .prepare_cached("SELECT max(recorded) FROM access_events")?
+                .prepare_cached(LAST_ACCESS_RECORD)?
                 .query_row([], |row| row.get(0))?;
             if let Some(recorded) = recorded.filter(|&r| ts(event.at) < r) {
                 return Err(Error::AccessEventBackdated {
@@ -1585,6 +1585,12 @@ impl FragmentStore for SqliteStore {
         })
     }
 }
+
+/// When the last access event was recorded: one logged before schema 4 counts as
+/// recorded when that migration was applied.
+const LAST_ACCESS_RECORD: &str = "SELECT coalesce(max(recorded), \
+     (SELECT applied_at FROM schema_version WHERE version = 4 AND EXISTS (SELECT 1 FROM access_events))) \
+     FROM access_events";
 
 /// The transaction of [`FragmentStore::supersede_by`].
 fn supersede_by_tx(tx: &Transaction<'_>, now: Timestamp, request: &SupersedeBy) -> Result<()> {

@@ -114,7 +114,7 @@ impl<'m> Session<'m> {
     /// embedded, in one transaction. Repeating a write with the same
     /// `idempotency_key` (the user's own: other users' keys are apart), even
     /// later, writes nothing and returns the original ids; the key with other
-    /// drafts is a conflict.
+    /// drafts is a conflict, as is any retry once the first write was purged.
     pub fn write(
         &self,
         drafts: Vec<Draft>,

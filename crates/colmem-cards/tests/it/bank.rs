@@ -267,12 +267,14 @@ fn a_writer_outside_the_global_writers_never_closes_a_global_card() {
     );
 }
 
-/// A merger that, while merging, lets another writer close the card merged into.
+/// A merger that, while merging, lets another writer close (or purge) the card
+/// merged into.
 #[derive(Debug)]
 struct ClosedMeanwhile {
     store: std::sync::OnceLock<std::sync::Arc<colmem_store::SqliteStore>>,
     user: colmem_core::UserId,
     agent: AgentId,
+    purge: bool,
 }
 
 impl colmem_cards::Merger for ClosedMeanwhile {
@@ -283,11 +285,18 @@ impl colmem_cards::Merger for ClosedMeanwhile {
     ) -> colmem_cards::Result<colmem_cards::CardDraft> {
         use colmem_store::FragmentStore as _;
         if let Some(store) = self.store.get() {
-            store.delete(&colmem_store::Delete {
-                user: self.user,
-                agent: self.agent,
-                fragment: existing.id,
-            })?;
+            if self.purge {
+                store.purge(&colmem_store::Purge {
+                    admin: "root".into(),
+                    fragment: existing.id,
+                })?;
+            } else {
+                store.delete(&colmem_store::Delete {
+                    user: self.user,
+                    agent: self.agent,
+                    fragment: existing.id,
+                })?;
+            }
         }
         colmem_cards::OfflineMerger.merge(existing, candidate)
     }
@@ -295,24 +304,27 @@ impl colmem_cards::Merger for ClosedMeanwhile {
 
 #[test]
 fn a_card_closed_while_a_lesson_merges_into_it_leaves_the_lesson_a_card_of_its_own() {
-    let merger = std::sync::Arc::new(ClosedMeanwhile {
-        store: std::sync::OnceLock::new(),
-        user: colmem_core::UserId::new("cards-user").unwrap(),
-        agent: AgentId::new("cards-agent").unwrap(),
-    });
-    let roles = colmem_cards::Roles {
-        merger: merger.clone(),
-        ..colmem_cards::Roles::offline()
-    };
-    let world = World::with_roles(BankConfig::default(), roles);
-    let failure = |id: &str| trajectory(id, CRATES, "floor", "ceil", false);
-    let first = world.learn(&[failure("t1")]).written[0];
-    merger.store.set(world.store.clone()).unwrap();
-    let report = world
-        .try_learn_as(world.agent, None, &[failure("t2")])
-        .unwrap();
-    assert_eq!((report.merged, report.written.len()), (0, 1), "{report:?}");
-    assert_ne!(report.written[0], first);
+    for purge in [false, true] {
+        let merger = std::sync::Arc::new(ClosedMeanwhile {
+            store: std::sync::OnceLock::new(),
+            user: colmem_core::UserId::new("cards-user").unwrap(),
+            agent: AgentId::new("cards-agent").unwrap(),
+            purge,
+        });
+        let roles = colmem_cards::Roles {
+            merger: merger.clone(),
+            ..colmem_cards::Roles::offline()
+        };
+        let world = World::with_roles(BankConfig::default(), roles);
+        let failure = |id: &str| trajectory(id, CRATES, "floor", "ceil", false);
+        let first = world.learn(&[failure("t1")]).written[0];
+        merger.store.set(world.store.clone()).unwrap();
+        let report = world
+            .try_learn_as(world.agent, None, &[failure("t2")])
+            .unwrap();
+        assert_eq!((report.merged, report.written.len()), (0, 1), "{report:?}");
+        assert_ne!(report.written[0], first);
+    }
 }
 
 #[test]

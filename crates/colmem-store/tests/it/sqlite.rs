@@ -130,8 +130,18 @@ fn raw_edits_deletions_and_reorderings_of_the_audit_log_are_detected() {
 fn an_older_file_is_upgraded_and_a_newer_one_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
+    let edge = colmem_core::Edge::Invoke {
+        user: super::user(),
+        agent: super::agent(),
+    };
+    let grant = |at: i64| colmem_core::AccessEvent {
+        at: colmem_core::Timestamp::from_millis(at),
+        change: colmem_core::AccessChange::Grant { edge, until: None },
+    };
     let id = {
         let store = open(&path);
+        // Scheduled for later, logged while the clock reads 1000.
+        store.append_access_event(&grant(5_000)).unwrap();
         store
             .write(&interaction(vec![fact("from version 1")]))
             .unwrap()
@@ -150,7 +160,7 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
              ALTER TABLE fragments DROP COLUMN class; \
              DROP TABLE class_counts; DROP TABLE access_classes; \
              DROP TABLE card_edges; DROP TABLE cards; DROP TABLE secrets; \
-             ALTER TABLE access_events DROP COLUMN recorded; \
+             DROP INDEX access_events_recorded; ALTER TABLE access_events DROP COLUMN recorded; \
              DELETE FROM schema_version WHERE version >= 2;",
         )
         .unwrap();
@@ -159,6 +169,13 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
     assert_eq!(store.get(id).unwrap().content, "from version 1");
     // The upgrade made the store's secrets.
     assert_ne!(store.secret("pseudonym").unwrap(), [0; 32]);
+    // An access event logged before the upgrade counts as recorded when it was
+    // applied (1000), not at its own date: nothing earlier, and no freeze.
+    assert!(matches!(
+        store.append_access_event(&grant(999)),
+        Err(Error::AccessEventBackdated { .. })
+    ));
+    store.append_access_event(&grant(1_000)).unwrap();
     // The upgrade gave the old fragment its access class and counted it, and a
     // new fragment of the same shape joins that class rather than a copy of it.
     let current = everything().with_view(colmem_core::View::Current);
