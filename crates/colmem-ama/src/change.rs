@@ -1190,6 +1190,8 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
                 "to" => handed_over(&ws[i + k + 2..]),
                 _ => false,
             }),
+        // "While I was gone" tells of an absence.
+        "gone" if (1..=3).any(|n| matches!(before(n), Some("while" | "when"))) => false,
         "gone" => {
             let then = ws.get(i + 2).map(String::as_str);
             match next {
@@ -1208,6 +1210,12 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
                     .is_some_and(|n| GENERAL_ING.contains(&n.as_str())))
         }
         "ended" => next != Some("up"),
+        // "Left Kazik with the neighbour" for the weekend entrusts him, ends nothing.
+        "left" => !ws[i + 1..]
+            .iter()
+            .take(4)
+            .enumerate()
+            .any(|(k, w)| w == "with" && entrusted_to(&ws[i + k + 2..])),
         // "I didn't get the promotion" changes nothing; "I wasn't expecting the promotion,
         // but I got it" does.
         "promotion" => !(1..=3).any(|n| {
@@ -1306,6 +1314,32 @@ pub fn irrealis(text: &str) -> bool {
                     .get(i + 1)
                     .is_some_and(|n| n == "had" || n == "been" || n.ends_with("ed"))
         })
+}
+
+/// Whether the words after "with" name a person something is left with: "the
+/// neighbour", "my mum", "a friend" (not "a heavy heart", not a colleague: "left
+/// Globex with my colleague" leaves the job).
+fn entrusted_to(after_with: &[String]) -> bool {
+    match after_with {
+        [owner, who, ..] => {
+            matches!(
+                owner.as_str(),
+                "the" | "a" | "my" | "our" | "his" | "her" | "their"
+            ) && crate::constructor::relation_word(who).is_some_and(|r| {
+                !matches!(
+                    r,
+                    "boss"
+                        | "colleague"
+                        | "coworker"
+                        | "teammate"
+                        | "classmate"
+                        | "manager"
+                        | "team"
+                )
+            })
+        }
+        _ => false,
+    }
 }
 
 /// Whether the words after "to" name one of someone's people: "my nephew", "his
@@ -2068,6 +2102,10 @@ mod tests {
             "We've gone for a run.",
             "We've gone back to Bristol for Christmas.",
             "I gave a talk to the team.",
+            // Entrusted for a while, or away for a while: nothing ended.
+            "I left Kazik with the neighbour for the weekend.",
+            "I left the kids with my mum.",
+            "He learned a new word while I was gone.",
         ] {
             assert!(
                 !announces_strong_change(text) && !announces_end(text),
@@ -2090,6 +2128,9 @@ mod tests {
             "I gave my old Golf to my cousin.",
             "We're in the middle of moving to Leeds.",
             "I took up swimming instead of running.",
+            "I left Globex with my colleague Ana.",
+            "I left the company with a heavy heart.",
+            "She's gone and I miss her.",
         ] {
             assert!(
                 announces_strong_change(text) || announces_end(text),
