@@ -228,8 +228,9 @@ impl Judge for OfflineJudge {
         // The statement's cues are read as the speaker said them: "the ending really
         // moved me" (not "moved Dana") tells of a feeling.
         let own = in_first_person(&new.content, new.speaker.as_deref());
-        // Nor does what may or would be ("maybe one day I switch to a Pixel").
-        let unreal = may_be(&own);
+        // Nor does what may or would be ("maybe one day I switch to a Pixel"), nor
+        // what someone else does ("he gave up on the whole thing").
+        let unreal = may_be(&own) || of_someone_else(&own);
         let corrected = is_correction(&own) || is_correction(&told);
         // "No longer", "from now on": the statement itself says the old state ended.
         let ends_old = !unreal && says_the_old_state_ended(&own);
@@ -446,6 +447,9 @@ fn told(said: &str, speaker: Option<&str>) -> String {
         .into_iter()
         // "Neusa's sister moved to Florianopolis" tells of someone else's people.
         .filter(|s| speaker.is_none_or(|speaker| subject_of(s, speaker) != Subject::TheirPeople))
+        // "He gave up on the whole thing" tells of someone else, unless it tells of
+        // the speaker too ("they let me go").
+        .filter(|s| !of_someone_else(s))
         .filter(|s| {
             let asks = s.ends_with('?')
                 && (about_the_listener(s)
@@ -456,6 +460,23 @@ fn told(said: &str, speaker: Option<&str>) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Whether a sentence (as the speaker said it) opens with another person ("he",
+/// "she", "they") and names the speaker nowhere.
+fn of_someone_else(sentence: &str) -> bool {
+    let ws = words(sentence);
+    ws.first().is_some_and(|w| {
+        matches!(
+            w.as_str(),
+            "he" | "she" | "they" | "he's" | "she's" | "they're"
+        )
+    }) && !ws.iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "i" | "me" | "my" | "mine" | "we" | "us" | "our" | "i'm" | "i've" | "i'd" | "i'll"
+        )
+    })
 }
 
 /// A fact as its speaker said it: their possessive "my", their name "me" ("the ending

@@ -2773,6 +2773,39 @@ fn a_statement_opening_with_a_relatives_name_is_about_that_relative() {
 }
 
 #[test]
+fn what_someone_else_does_or_a_while_away_ends_nothing_held() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "I have a beagle called Pickle who runs my life.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "My parrot Kazik screams during every call.",
+                "2023-01-05",
+            ),
+            (
+                "D1:3",
+                "Took Pickle for his checkup. He dropped a sock at the vet's feet, then gave up on the whole thing.",
+                "2023-03-07",
+            ),
+            (
+                "D1:4",
+                "Spent the weekend in Gdansk and left Kazik with the neighbour. He learned a new word while I was gone.",
+                "2023-04-02",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "beagle called Pickle"));
+    assert!(world.recalls_current_fact(u, a, "parrot Kazik"));
+}
+
+#[test]
 fn an_allergy_told_as_well_or_a_blood_pressure_replaces_nothing() {
     let (world, u, a) = one_pair();
     world.dana_says(
