@@ -1311,6 +1311,7 @@ const RELATED_FROM: usize = 5;
 const REPLACED_DEPTH: usize = 8;
 /// How many of the caller's newest fact versions an answer searches for replaced ones.
 const REPLACED_LOOKBACK: usize = 200;
+
 /// An idempotency key of `kind` scoped to `user`, the user's name prefixed with its
 /// length, so that no user and key read as another user and key.
 fn scoped_key(kind: &str, user: UserId, key: &str) -> String {
