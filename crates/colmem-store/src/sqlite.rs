@@ -11,6 +11,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -105,6 +106,9 @@ pub struct SqliteStore {
     jitter: RandomState,
     /// Committed access classes, taken while holding `writer` (see [`Inserter`]).
     classes: Mutex<HashMap<ClassKey, i64>>,
+    /// A purge committed but its checkpoint was held off by readers: purged text may
+    /// still lie in the write-ahead log. Every later write and checkpoint tries again.
+    checkpoint_due: AtomicBool,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -175,6 +179,7 @@ impl SqliteStore {
             config,
             jitter: RandomState::new(),
             classes: Mutex::new(HashMap::new()),
+            checkpoint_due: AtomicBool::new(false),
         };
         let found = store.retry(|| schema::version(&lock(&store.writer)))?;
         if found > SCHEMA_VERSION {
@@ -265,7 +270,30 @@ impl SqliteStore {
             let blocked: i64 =
                 conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))?;
             if blocked != 0 { Err(busy()) } else { Ok(()) }
-        })
+        })?;
+        self.checkpoint_due.store(false, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Whether purged text may still lie in the write-ahead log: a purge committed
+    /// (the fragment is gone from every read) but readers held its checkpoint off
+    /// past the busy deadline. The next write or [`checkpoint`](Self::checkpoint)
+    /// tries again.
+    pub fn purged_text_in_log(&self) -> bool {
+        self.checkpoint_due.load(Ordering::SeqCst)
+    }
+
+    /// One try at the checkpoint a purge left due, after a write.
+    fn settle_purges(&self) {
+        if self.checkpoint_due.load(Ordering::SeqCst) {
+            let conn = lock(&self.writer);
+            let blocked = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+                row.get::<_, i64>(0)
+            });
+            if matches!(blocked, Ok(0)) {
+                self.checkpoint_due.store(false, Ordering::SeqCst);
+            }
+        }
     }
 
     /// Runs `op` again while SQLite answers busy or locked, with jittered
@@ -319,14 +347,16 @@ impl SqliteStore {
         if self.config.mode == Mode::ReadOnly {
             return Err(Error::ReadOnly);
         }
-        self.retry(|| {
+        let out = self.retry(|| {
             let mut conn = lock(&self.writer);
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let now = self.config.clock.now();
             let out = body(&tx, now)?;
             tx.commit()?;
             Ok(out)
-        })
+        })?;
+        self.settle_purges();
+        Ok(out)
     }
 
     /// Runs `body` on a reader connection (the writer's, in memory).
@@ -1350,8 +1380,16 @@ impl FragmentStore for SqliteStore {
             Ok(())
         })?;
         // secure_delete zeroed the freed space; the checkpoint moves those pages
-        // into the file and empties the log, which still held the old text.
-        self.checkpoint()
+        // into the file and empties the log, which still held the old text. The
+        // purge is done once committed: readers that hold the checkpoint off past
+        // the deadline leave it due (`purged_text_in_log`), not the purge failed.
+        match self.checkpoint() {
+            Err(Error::Busy { .. }) => {
+                self.checkpoint_due.store(true, Ordering::SeqCst);
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     fn append_access_event(&self, event: &AccessEvent) -> Result<u64> {

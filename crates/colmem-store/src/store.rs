@@ -212,7 +212,9 @@ pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
 
     /// Removes a fragment with its provenance, embedding and card, overwrites the
     /// freed space, audits a `Purge` by id, and records a `Purge` change so
-    /// indexes forget it too.
+    /// indexes forget it too. Done once committed: a backend that must then flush
+    /// a log (SQLite's checkpoint) and is held off by readers does so later rather
+    /// than report the purge failed.
     fn purge(&self, request: &Purge) -> Result<()>;
 
     /// Appends an access-graph event (and its audit entry) to the log, which keeps

@@ -311,6 +311,48 @@ fn purge_removes_the_text_from_the_database_and_its_log() {
 }
 
 #[test]
+fn a_purge_held_off_by_a_reader_is_done_and_its_text_leaves_the_log_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = SqliteStore::open(
+        &path,
+        StoreConfig {
+            busy_deadline: Duration::from_millis(100),
+            clock: clock(),
+            ..StoreConfig::default()
+        },
+    )
+    .unwrap();
+    let ids = store
+        .write(&interaction(vec![
+            fact("okapi-saffron-5521 is the alarm code"),
+            fact("kept"),
+        ]))
+        .unwrap()
+        .ids;
+    // A reader in the middle of a read holds the log's frames.
+    let reader = Connection::open(&path).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM fragments", [], |row| row.get(0))
+        .unwrap();
+    store
+        .purge(&Purge {
+            admin: "root".into(),
+            fragment: ids[0],
+        })
+        .unwrap();
+    assert!(matches!(store.get(ids[0]), Err(Error::NotFound { .. })));
+    assert!(store.purged_text_in_log());
+    reader.execute_batch("COMMIT").unwrap();
+    drop(reader);
+    // The next write finishes the checkpoint.
+    store.write(&interaction(vec![fact("later")])).unwrap();
+    assert!(!store.purged_text_in_log());
+    assert!(!files_contain(dir.path(), "okapi-saffron-5521"));
+}
+
+#[test]
 fn a_lock_held_past_the_deadline_is_a_typed_busy_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
