@@ -385,18 +385,15 @@ impl Pipeline {
         drafts: Vec<Draft>,
         idempotency_key: Option<String>,
     ) -> Result<Vec<FragmentId>> {
+        let asked = authorize_all(caller, drafts)?;
         // Keys are the caller's user's: another user's key is no probe of their writes.
         let Some(key) = idempotency_key else {
-            return self.write_authorized(caller, drafts, None);
+            return self.write_fragments(caller, asked, None);
         };
         let scoped = scoped_key("ama-write", caller.user(), &key);
-        let asked = drafts
-            .iter()
-            .map(|d| caller.authorize(d.clone()))
-            .collect::<Result<Vec<_>>>()?;
         let written = match self.store.idempotent_ids(&scoped)? {
             Some(written) => written,
-            None => match self.write_authorized(caller, drafts, Some(scoped.clone())) {
+            None => match self.write_fragments(caller, asked.clone(), Some(scoped.clone())) {
                 // The same key written meanwhile (a retry beside the first call,
                 // stamped with another time): decided below as any retry is.
                 Err(Error::Store(colmem_store::Error::IdempotencyConflict { .. })) => self
@@ -432,13 +429,20 @@ impl Pipeline {
         drafts: Vec<Draft>,
         key: Option<String>,
     ) -> Result<Vec<FragmentId>> {
-        if drafts.is_empty() {
+        self.write_fragments(caller, authorize_all(caller, drafts)?, key)
+    }
+
+    /// Embeds fragments the write rule accepted and writes them in one transaction
+    /// under the store key `key`, if any.
+    fn write_fragments(
+        &self,
+        caller: &Caller<'_>,
+        mut fragments: Vec<NewFragment>,
+        key: Option<String>,
+    ) -> Result<Vec<FragmentId>> {
+        if fragments.is_empty() {
             return Ok(Vec::new());
         }
-        let mut fragments = drafts
-            .into_iter()
-            .map(|d| caller.authorize(d))
-            .collect::<Result<Vec<_>>>()?;
         let texts: Vec<&str> = fragments.iter().map(|f| f.content.as_str()).collect();
         let vectors = self
             .embedder
@@ -1311,6 +1315,11 @@ const RELATED_FROM: usize = 5;
 const REPLACED_DEPTH: usize = 8;
 /// How many of the caller's newest fact versions an answer searches for replaced ones.
 const REPLACED_LOOKBACK: usize = 200;
+
+/// Each draft through the write rule.
+fn authorize_all(caller: &Caller<'_>, drafts: Vec<Draft>) -> Result<Vec<NewFragment>> {
+    drafts.into_iter().map(|d| caller.authorize(d)).collect()
+}
 
 /// An idempotency key of `kind` scoped to `user`, the user's name prefixed with its
 /// length, so that no user and key read as another user and key.

@@ -803,22 +803,19 @@ fn a_keyed_write_retried_later_is_replayed() {
     let memory = Memory::open(dir.path(), logical()).unwrap();
     setup(&memory);
     let session = memory.session(user("alice"), agent("planner")).unwrap();
-    let drafts = || {
+    let fact = |text: &str| {
         vec![Draft::new(
-            "the standup moved to ten",
+            text,
             Granularity::Fact,
             colmem::Kind::Observation,
         )]
     };
+    let drafts = || fact("the standup moved to ten");
     let first = session.write(drafts(), Some("standup".into())).unwrap();
     tick(&memory);
     let again = session.write(drafts(), Some("standup".into())).unwrap();
     assert_eq!(again, first);
-    let other = vec![Draft::new(
-        "the standup moved to eleven",
-        Granularity::Fact,
-        colmem::Kind::Observation,
-    )];
+    let other = fact("the standup moved to eleven");
     let err = session
         .write(other.clone(), Some("standup".into()))
         .unwrap_err();
