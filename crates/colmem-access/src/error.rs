@@ -72,6 +72,15 @@ pub enum AccessError {
         /// What would widen.
         reason: String,
     },
+    /// A fragment its writer named explicitly that the write policy keeps out of its
+    /// scope (a block pattern matched, or the policy writes no such part).
+    #[error("the write policy keeps this fragment out of scope {scope}: {reason}")]
+    Withheld {
+        /// The fragment's scope.
+        scope: colmem_core::Scope,
+        /// Which pattern matched, or that the part is disabled.
+        reason: String,
+    },
     /// A policy pattern that is not a valid regular expression.
     #[error("invalid policy pattern {pattern:?}: {message}")]
     InvalidPattern {
@@ -100,7 +109,9 @@ impl AccessError {
             | AccessError::AmbiguousScope { .. }
             | AccessError::MixedUsers { .. }
             | AccessError::InvalidPattern { .. } => ErrorKind::InvalidInput,
-            AccessError::Widening { .. } | AccessError::Forbidden(_) => ErrorKind::Forbidden,
+            AccessError::Widening { .. }
+            | AccessError::Withheld { .. }
+            | AccessError::Forbidden(_) => ErrorKind::Forbidden,
             AccessError::Core(e) => e.kind(),
         }
     }

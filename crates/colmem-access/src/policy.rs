@@ -233,30 +233,74 @@ impl std::fmt::Debug for PseudonymKey {
     }
 }
 
-/// Compiled write policies: patterns checked once, when the configuration is loaded.
+/// Compiled write policies: patterns checked and compiled once, when the
+/// configuration is loaded.
 #[derive(Clone, Debug)]
 pub struct WritePolicySet {
     policies: WritePolicies,
+    /// Each level's parts compiled (the pairs in the order listed).
+    compiled: Compiled,
     mandatory: Redactor,
     key: PseudonymKey,
 }
 
+#[derive(Clone, Debug)]
+struct Compiled {
+    system: CompiledPolicy,
+    agents: BTreeMap<AgentId, CompiledPolicy>,
+    users: BTreeMap<UserId, CompiledPolicy>,
+    pairs: Vec<CompiledPolicy>,
+}
+
+/// A policy's private and shared parts, compiled; `None` for a disabled part.
+#[derive(Clone, Debug)]
+struct CompiledPolicy {
+    private: Option<Vec<Step>>,
+    shared: Option<Vec<Step>>,
+}
+
+impl CompiledPolicy {
+    fn new(policy: &WritePolicy) -> Result<Self> {
+        let part = |part: &PartPolicy| -> Result<Option<Vec<Step>>> {
+            Ok(if part.enabled {
+                Some(compile_part(part)?)
+            } else {
+                None
+            })
+        };
+        Ok(CompiledPolicy {
+            private: part(&policy.private)?,
+            shared: part(&policy.shared)?,
+        })
+    }
+}
+
 impl WritePolicySet {
-    /// Checks every pattern and name list in the configuration; anonymisation
-    /// keys its pseudonyms with `key`.
+    /// Checks and compiles every pattern and name list in the configuration;
+    /// anonymisation keys its pseudonyms with `key`.
     pub fn new(policies: WritePolicies, key: PseudonymKey) -> Result<Self> {
-        let levels = std::iter::once(&policies.system)
-            .chain(policies.agents.values())
-            .chain(policies.users.values())
-            .chain(policies.pairs.iter().map(|p| &p.policy));
-        for policy in levels {
-            for part in [&policy.private, &policy.shared] {
-                compile_part(part)?;
-            }
-        }
+        let compiled = Compiled {
+            system: CompiledPolicy::new(&policies.system)?,
+            agents: policies
+                .agents
+                .iter()
+                .map(|(agent, policy)| Ok((*agent, CompiledPolicy::new(policy)?)))
+                .collect::<Result<_>>()?,
+            users: policies
+                .users
+                .iter()
+                .map(|(user, policy)| Ok((*user, CompiledPolicy::new(policy)?)))
+                .collect::<Result<_>>()?,
+            pairs: policies
+                .pairs
+                .iter()
+                .map(|pair| CompiledPolicy::new(&pair.policy))
+                .collect::<Result<_>>()?,
+        };
         let mandatory = Redactor::new(&policies.mandatory)?;
         Ok(WritePolicySet {
             policies,
+            compiled,
             mandatory,
             key,
         })
@@ -281,6 +325,26 @@ impl WritePolicySet {
         }
     }
 
+    /// The compiled parts of the policy [`WritePolicySet::resolve`] chooses.
+    fn compiled(&self, user: UserId, agent: AgentId) -> (PolicyLevel, &CompiledPolicy) {
+        let c = &self.compiled;
+        let pair = self
+            .policies
+            .pairs
+            .iter()
+            .rposition(|p| p.user == user && p.agent == agent)
+            .and_then(|i| c.pairs.get(i));
+        if let Some(pair) = pair {
+            (PolicyLevel::Pair, pair)
+        } else if let Some(policy) = c.users.get(&user) {
+            (PolicyLevel::User, policy)
+        } else if let Some(policy) = c.agents.get(&agent) {
+            (PolicyLevel::Agent, policy)
+        } else {
+            (PolicyLevel::System, &c.system)
+        }
+    }
+
     /// Splits `text`, written by `agent` for `user`, into its private and shared parts.
     /// `known_users` are the user ids that anonymisation replaces besides `user`.
     pub fn split(
@@ -290,39 +354,52 @@ impl WritePolicySet {
         text: &str,
         known_users: &[UserId],
     ) -> Result<Split> {
-        let (level, policy) = self.resolve(user, agent);
+        let (level, policy) = self.compiled(user, agent);
         let mut users: Vec<UserId> = known_users.to_vec();
         users.push(user);
         Ok(Split {
             level,
-            private: self.apply_part(&policy.private, text, &users)?,
-            shared: self.apply_part(&policy.shared, text, &users)?,
+            private: self.apply_part(policy.private.as_deref(), text, &users),
+            shared: self.apply_part(policy.shared.as_deref(), text, &users),
         })
     }
 
-    fn apply_part(&self, part: &PartPolicy, text: &str, users: &[UserId]) -> Result<Part> {
-        if !part.enabled {
-            return Ok(Part::Disabled);
-        }
-        let steps = compile_part(part)?;
+    /// What `text`, written by `agent` for `user` in `scope`, becomes: the winning
+    /// policy's private part for a private scope (`Agent`, `User`), its shared part
+    /// for a `Group` or `Global` one, with the mandatory redactions always applied.
+    /// Anonymisation replaces `user`.
+    pub fn apply(&self, user: UserId, agent: AgentId, scope: Scope, text: &str) -> Part {
+        let (_, policy) = self.compiled(user, agent);
+        let part = match Tier::of(scope) {
+            Tier::Private => &policy.private,
+            Tier::Shared | Tier::Global => &policy.shared,
+        };
+        self.apply_part(part.as_deref(), text, &[user])
+    }
+
+    fn apply_part(&self, steps: Option<&[Step]>, text: &str, users: &[UserId]) -> Part {
+        let Some(steps) = steps else {
+            return Part::Disabled;
+        };
         let mut out = text.to_owned();
-        for step in &steps {
+        for step in steps {
             match step {
                 Step::Redact(redactor) => out = redactor.apply(&out),
                 Step::Anonymise => out = anonymise(&out, users, &self.key),
                 Step::Block(pattern) => {
                     if pattern.is_match(text) || pattern.is_match(&out) {
-                        return Ok(Part::Blocked {
+                        return Part::Blocked {
                             pattern: pattern.as_str().to_owned(),
-                        });
+                        };
                     }
                 }
             }
         }
-        Ok(Part::Kept(self.mandatory.apply(&out)))
+        Part::Kept(self.mandatory.apply(&out))
     }
 }
 
+#[derive(Clone, Debug)]
 enum Step {
     Redact(Redactor),
     Anonymise,

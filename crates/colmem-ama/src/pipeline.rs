@@ -302,6 +302,22 @@ pub struct Remembered {
     /// `true` when an earlier call with the same idempotency key had remembered the
     /// turn: nothing was written now and `written` holds what that call wrote.
     pub replayed: bool,
+    /// Fragments constructed from the turn that the write policy kept out of their
+    /// scope (a block pattern matched, or the policy writes no such part). When the
+    /// policy's private part keeps one, its private copy is written and listed in
+    /// `written`.
+    pub withheld: usize,
+}
+
+/// What closing stale facts did.
+#[derive(Default)]
+struct Superseded {
+    /// Each stale fact (or profile entry drawn from one) with its successor.
+    pairs: Vec<(FragmentId, FragmentId)>,
+    /// Private copies written beside successors the policy changes in a shared scope.
+    copies: Vec<FragmentId>,
+    /// Successors the policy kept out of their scope.
+    withheld: usize,
 }
 
 /// What a deletion did (by retention, or on a forget instruction).
@@ -421,19 +437,34 @@ impl Pipeline {
         }
     }
 
-    /// Applies the write rule to each draft, embeds them and writes them in one
-    /// transaction under the store key `key`, if any.
-    fn write_authorized(
+    /// Writes fragments the pipeline constructed (turns, facts, episodes, profile
+    /// entries) in one transaction under the store key `key`, if any: each through
+    /// the write rule and the write policy, with a private copy beside a shared one
+    /// the policy changes ([`Caller::private_copy`]). Returns the ids and how many
+    /// drafts the policy kept out of their scope.
+    fn write_constructed(
         &self,
         caller: &Caller<'_>,
         drafts: Vec<Draft>,
         key: Option<String>,
-    ) -> Result<Vec<FragmentId>> {
-        self.write_fragments(caller, authorize_all(caller, drafts)?, key)
+    ) -> Result<(Vec<FragmentId>, usize)> {
+        let mut fragments = Vec::with_capacity(drafts.len());
+        let mut withheld = 0;
+        for draft in drafts {
+            let fragment = caller.authorize(draft)?;
+            let copy = caller.private_copy(&fragment);
+            match caller.apply_policy(fragment) {
+                Ok(fragment) => fragments.push(fragment),
+                Err(e) if is_withheld(&e) => withheld += 1,
+                Err(e) => return Err(e),
+            }
+            fragments.extend(copy);
+        }
+        Ok((self.write_fragments(caller, fragments, key)?, withheld))
     }
 
-    /// Embeds fragments the write rule accepted and writes them in one transaction
-    /// under the store key `key`, if any.
+    /// Embeds fragments the write rule and policy accepted and writes them in one
+    /// transaction under the store key `key`, if any.
     fn write_fragments(
         &self,
         caller: &Caller<'_>,
@@ -570,7 +601,7 @@ impl Pipeline {
                 && p.granularity == Granularity::RawTurn
                 && let Some(same) = self
                     .own_turn(caller, caller.filter(), &turn.dialogue_id)?
-                    .filter(|f| f.content == p.memory.content)
+                    .filter(|f| as_written(caller, f, &p.memory.content))
             {
                 kept.push(same.id);
                 continue;
@@ -580,7 +611,8 @@ impl Pipeline {
                 // The same fact from the same turn is held already (a retry after a
                 // failure part-way): keep it rather than write a second copy.
                 if let Some(same) = held.iter().find(|f| {
-                    f.content == p.memory.content && f.provenance.source.turns == p.memory.turns
+                    as_written(caller, f, &p.memory.content)
+                        && f.provenance.source.turns == p.memory.turns
                 }) {
                     kept.push(same.id);
                     continue;
@@ -613,12 +645,15 @@ impl Pipeline {
             if conflicts.is_empty() {
                 plain.push(self.draft(p.memory, p.granularity, turn));
             } else {
-                outcome
-                    .superseded
-                    .extend(self.supersede(caller, p.memory, turn, &conflicts)?);
+                let done = self.supersede(caller, p.memory, turn, &conflicts)?;
+                outcome.superseded.extend(done.pairs);
+                outcome.written.extend(done.copies);
+                outcome.withheld += done.withheld;
             }
         }
-        outcome.written = self.write_authorized(caller, plain, key)?;
+        let (written, withheld) = self.write_constructed(caller, plain, key)?;
+        outcome.written.extend(written);
+        outcome.withheld += withheld;
         outcome.written.extend(kept);
         outcome
             .written
@@ -644,7 +679,9 @@ impl Pipeline {
             return Ok(None);
         };
         let draft = self.memory_draft(&memory, Granularity::Episode, None);
-        Ok(self.write_authorized(caller, vec![draft], None)?.pop())
+        // The episode in its scope, or the private copy the policy left instead.
+        let (written, _) = self.write_constructed(caller, vec![draft], None)?;
+        Ok(written.first().copied())
     }
 
     /// Deletes the caller's fragments recorded longer ago than the retention limit,
@@ -821,12 +858,19 @@ impl Pipeline {
                 .then(a.round.cmp(&b.round))
                 .then(a.fragment.id.cmp(&b.fragment.id))
         });
-        found.truncate(k);
-        Ok(Recall {
-            plan,
-            rounds,
-            hits: found,
-        })
+        // A private copy and the shared fragment written beside it say one thing:
+        // one hit, at the better rank, shows the private copy (the whole of it).
+        let mut hits: Vec<Recalled> = Vec::with_capacity(k.min(found.len()));
+        for r in found {
+            if let Some(h) = hits.iter_mut().find(|h| copies(&h.fragment, &r.fragment)) {
+                if is_private(r.fragment.scope) {
+                    h.fragment = r.fragment;
+                }
+            } else if hits.len() < k {
+                hits.push(r);
+            }
+        }
+        Ok(Recall { plan, rounds, hits })
     }
 
     /// Full mode: recall, then answer from the evidence.
@@ -1028,7 +1072,7 @@ impl Pipeline {
         memory: &Memory,
         turn: &TurnInput,
         stale: &[FragmentId],
-    ) -> Result<Vec<(FragmentId, FragmentId)>> {
+    ) -> Result<Superseded> {
         let olds = stale
             .iter()
             .map(|id| self.store.get(*id))
@@ -1042,29 +1086,67 @@ impl Pipeline {
                 scopes.push(old.scope);
             }
         }
-        let mut pairs = Vec::new();
+        // Private scopes first: a successor the write policy keeps out of a shared
+        // scope leaves the stale facts there closed by the private one.
+        scopes.sort_by_key(|s| !is_private(*s));
+        let mut out = Superseded::default();
+        let mut private_successor = None;
         let profile =
             self.own_fragments(caller, View::Current, None, Some(Granularity::Profile))?;
         for scope in scopes {
             let olds: Vec<&Fragment> = olds.iter().filter(|f| f.scope == scope).collect();
             let mut draft = self.draft(memory, Granularity::Fact, turn);
             draft.scope = None;
-            let mut new = caller.authorize_derived(&olds, draft)?;
-            new.embedding = Some(
-                self.embedder
-                    .embed_one(&new.content)
-                    .map_err(Error::model("embedder"))?,
-            );
+            let new = caller.authorize_derived(&olds, draft)?;
+            // The user's own successor, when no private stale fact gets one.
+            let copy = if private_successor.is_none() {
+                caller.private_copy(&new)
+            } else {
+                None
+            };
             let (first, rest) = olds
                 .split_first()
                 .ok_or_else(|| Error::InvalidInput("nothing to supersede".into()))?;
-            let new_id = self.store.supersede(&Supersede {
-                user: caller.user(),
-                agent: caller.agent(),
-                old: first.id,
-                new,
-            })?;
-            pairs.push((first.id, new_id));
+            let new_id = match caller.apply_policy(new) {
+                Ok(mut new) => {
+                    new.embedding = Some(
+                        self.embedder
+                            .embed_one(&new.content)
+                            .map_err(Error::model("embedder"))?,
+                    );
+                    Some(self.store.supersede(&Supersede {
+                        user: caller.user(),
+                        agent: caller.agent(),
+                        old: first.id,
+                        new,
+                    })?)
+                }
+                Err(e) if is_withheld(&e) => {
+                    out.withheld += 1;
+                    None
+                }
+                Err(e) => return Err(e),
+            };
+            let copy_id = match copy {
+                Some(copy) => self
+                    .write_fragments(caller, vec![copy], None)?
+                    .first()
+                    .copied(),
+                None => None,
+            };
+            out.copies.extend(copy_id);
+            // Nothing may say what the stale facts said was changed: they stay (a
+            // correction the policy withholds everywhere closes nothing).
+            let Some(successor) = new_id.or(copy_id).or(private_successor) else {
+                continue;
+            };
+            if is_private(scope) {
+                private_successor = Some(successor);
+            }
+            let closed_first = new_id.is_some();
+            if closed_first {
+                out.pairs.push((first.id, successor));
+            }
             // The profile entries drawn from what a stale fact said are stale with it.
             // One closed earlier in this turn may still be listed (the caller's filter
             // was compiled before it): its row says so.
@@ -1072,21 +1154,22 @@ impl Pipeline {
                 .iter()
                 .filter(|p| {
                     p.superseded_by.is_none()
-                        && !pairs.iter().any(|(old, _)| *old == p.id)
+                        && !out.pairs.iter().any(|(old, _)| *old == p.id)
                         && olds.iter().any(|old| drawn_from(p, old))
                 })
                 .collect();
-            for also in rest.iter().copied().chain(drawn) {
+            let also = if closed_first { rest } else { &olds[..] };
+            for also in also.iter().copied().chain(drawn) {
                 self.store.supersede_by(&colmem_store::SupersedeBy {
                     user: caller.user(),
                     agent: caller.agent(),
                     old: also.id,
-                    successor: new_id,
+                    successor,
                 })?;
-                pairs.push((also.id, new_id));
+                out.pairs.push((also.id, successor));
             }
         }
-        Ok(pairs)
+        Ok(out)
     }
 
     /// Deletes each of `fragments` the delete rule allows, and lists those it refuses.
@@ -1316,9 +1399,44 @@ const REPLACED_DEPTH: usize = 8;
 /// How many of the caller's newest fact versions an answer searches for replaced ones.
 const REPLACED_LOOKBACK: usize = 200;
 
-/// Each draft through the write rule.
+/// Each draft through the write rule and the write policy; a draft the policy
+/// withholds is refused ([`colmem_access::AccessError::Withheld`]), so nothing is
+/// written.
 fn authorize_all(caller: &Caller<'_>, drafts: Vec<Draft>) -> Result<Vec<NewFragment>> {
-    drafts.into_iter().map(|d| caller.authorize(d)).collect()
+    drafts
+        .into_iter()
+        .map(|d| caller.apply_policy(caller.authorize(d)?))
+        .collect()
+}
+
+/// Whether `a` and `b` were written as one fragment's shared and private copies
+/// ([`Caller::private_copy`]): made together from the same source, of one
+/// granularity and key, one private and the other not.
+fn copies(a: &Fragment, b: &Fragment) -> bool {
+    is_private(a.scope) != is_private(b.scope)
+        && a.provenance.created_at == b.provenance.created_at
+        && a.provenance.user == b.provenance.user
+        && a.provenance.source == b.provenance.source
+        && a.granularity == b.granularity
+        && a.key == b.key
+}
+
+/// Whether `scope` is private to its user (the private part of a write policy).
+fn is_private(scope: Scope) -> bool {
+    colmem_access::Tier::of(scope) == colmem_access::Tier::Private
+}
+
+/// Whether `e` is the write policy withholding a fragment.
+fn is_withheld(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Access(colmem_access::AccessError::Withheld { .. })
+    )
+}
+
+/// Whether `stored` holds `text` as the write policy writes it in `stored`'s scope.
+fn as_written(caller: &Caller<'_>, stored: &Fragment, text: &str) -> bool {
+    caller.policy_part(stored.scope, text).text() == Some(stored.content.as_str())
 }
 
 /// An idempotency key of `kind` scoped to `user`, the user's name prefixed with its

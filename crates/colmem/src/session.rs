@@ -2,7 +2,7 @@
 //! against the access graph at the memory's now and runs the AMA pipeline under
 //! that context; the caller never chooses the time of a read.
 
-use colmem_access::{Context, Hit, Split};
+use colmem_access::{Context, Hit, Split, WritePolicySet};
 use colmem_ama::{
     Answered, Caller, Deletion, Recall, RecallOptions, Recalled, Remembered, TurnInput,
 };
@@ -77,17 +77,35 @@ impl<'m> Session<'m> {
         self.agent
     }
 
-    /// Runs `body` with a caller checked against the graph at the memory's now.
+    /// Runs `body` with a caller checked against the graph at the memory's now,
+    /// under the memory's write policies.
     fn with_caller<T>(&self, body: impl FnOnce(&Caller<'_>) -> Result<T>) -> Result<T> {
+        self.with_caller_under(Some(&self.memory.write_policies), body)
+    }
+
+    /// Runs `body` with a caller checked against the graph at the memory's now,
+    /// under `policies` if any.
+    fn with_caller_under<T>(
+        &self,
+        policies: Option<&WritePolicySet>,
+        body: impl FnOnce(&Caller<'_>) -> Result<T>,
+    ) -> Result<T> {
         let graph = self.memory.graph();
         let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
-        let caller = Caller::new(&graph, &self.memory.system, ctx)?;
+        let mut caller = Caller::new(&graph, &self.memory.system, ctx)?;
+        if let Some(policies) = policies {
+            caller = caller.with_write_policies(policies);
+        }
         body(&caller)
     }
 
     /// Remembers one interaction (a dialogue turn) through the AMA write path:
     /// raw turn, facts, an episode when one closes, profile entries, and updates of
-    /// stale facts, each through the write rule.
+    /// stale facts, each through the write rule and the write policy. A fragment
+    /// written in a shared scope (the agent's crew, by default, when it is in one)
+    /// gets the policy's shared part; when that changes or withholds its text, a
+    /// private copy (scope `User`) keeps the private part for the user, and a recall
+    /// returns the better ranked of the two.
     pub fn remember(&self, turn: &TurnInput) -> Result<Remembered> {
         self.remember_keyed(turn, None)
     }
@@ -110,8 +128,10 @@ impl<'m> Session<'m> {
     }
 
     /// Writes fragments the agent drafted itself (e.g. findings drawn from a
-    /// resource, named in each draft's `resources`): each through the write rule,
-    /// embedded, in one transaction. Repeating a write with the same
+    /// resource, named in each draft's `resources`): each through the write rule
+    /// and the policy's part for its scope, embedded, in one transaction. A draft
+    /// the policy withholds (a block pattern, a disabled part) refuses the whole
+    /// write with a forbidden error naming why; nothing is written. Repeating a write with the same
     /// `idempotency_key` (the user's own: other users' keys are apart), even
     /// later, writes nothing and returns the original ids; the key with other
     /// drafts is a conflict, as is any retry once the first write was purged.
@@ -154,7 +174,14 @@ impl<'m> Session<'m> {
                 drafts.push(draft);
             }
         }
-        let ids = self.write(drafts, None)?;
+        // The split applied the write policy: the parts are written as split.
+        let ids = self.with_caller_under(None, |caller| {
+            Ok(self
+                .memory
+                .engine()?
+                .pipeline
+                .write_drafts(caller, drafts, None)?)
+        })?;
         let id = |slot: Option<usize>| slot.and_then(|i| ids.get(i).copied());
         Ok(Shared {
             private: id(slots[0]),

@@ -5,7 +5,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use colmem_access::{AccessGraph, Context, SystemPolicy};
+use colmem_access::{
+    AccessGraph, Context, PseudonymKey, Redaction, SystemPolicy, Transform, WritePolicies,
+    WritePolicySet,
+};
 use colmem_ama::{
     Caller, ConstructorConfig, MAX_K, Origin, Pipeline, PipelineConfig, Recall, RecallOptions,
     RetrieverConfig, Roles, Route, TurnInput,
@@ -25,6 +28,8 @@ struct World {
     graph: AccessGraph,
     system: SystemPolicy,
     pipeline: Pipeline,
+    /// The write policies every caller writes under, if any.
+    policies: Option<WritePolicySet>,
     /// Every access event, for the oracle.
     events: Vec<AccessEvent>,
 }
@@ -64,6 +69,7 @@ impl World {
             graph: AccessGraph::new(),
             system: SystemPolicy::default(),
             pipeline,
+            policies: None,
             events: Vec::new(),
         }
     }
@@ -80,12 +86,16 @@ impl World {
     }
 
     fn caller(&self, user: UserId, agent: AgentId) -> Option<Caller<'_>> {
-        Caller::new(
+        let caller = Caller::new(
             &self.graph,
             &self.system,
             Context::new(user, agent, self.clock.as_ref()),
         )
-        .ok()
+        .ok()?;
+        Some(match &self.policies {
+            Some(policies) => caller.with_write_policies(policies),
+            None => caller,
+        })
     }
 
     fn say(&self, user: UserId, agent: AgentId, id: &str, speaker: &str, text: &str, date: &str) {
@@ -2916,4 +2926,219 @@ fn an_episode_holds_only_what_was_said_through_its_agent() {
         .expect("the helper's turns make an episode");
     let summary = world.store.get(episode).unwrap().content;
     assert!(!summary.contains("marmalade"), "{summary}");
+}
+
+/// dana and erin both served by `helper`, which is in a crew: what it remembers for
+/// dana goes to the crew's scope, where erin's requests read it too.
+fn crew_of_two(policies: WritePolicies) -> (World, UserId, UserId, AgentId) {
+    let (mut world, dana, helper) = one_pair();
+    let erin = UserId::new("erin").unwrap();
+    let crew = colmem_core::GroupId::new("crew").unwrap();
+    for change in [
+        AccessChange::Register {
+            principal: Principal::User(erin),
+        },
+        AccessChange::Grant {
+            edge: Edge::Invoke {
+                user: erin,
+                agent: helper,
+            },
+            until: None,
+        },
+        AccessChange::Register {
+            principal: Principal::Group(crew, colmem_core::GroupKind::Crew),
+        },
+        AccessChange::Grant {
+            edge: Edge::Member {
+                member: colmem_core::Member::Agent(helper),
+                group: crew,
+            },
+            until: None,
+        },
+    ] {
+        world.log(change);
+    }
+    world.policies = Some(WritePolicySet::new(policies, PseudonymKey::new([7; 32])).unwrap());
+    (world, dana, erin, helper)
+}
+
+/// DESIGN section 4: every constructed fragment passes the write policy. In the
+/// crew's scope the shared part (e-mails redacted by default) is written, with a
+/// private copy that keeps the address for dana alone; a mandatory redaction holds in
+/// both. Before, the turn and its facts went to the crew verbatim.
+#[test]
+fn what_a_crew_agent_remembers_is_shared_as_the_policy_says_and_kept_whole_privately() {
+    let policies = WritePolicies {
+        mandatory: vec![Redaction::Names(vec!["Zoltan".to_owned()])],
+        ..WritePolicies::default()
+    };
+    let (world, dana, erin, helper) = crew_of_two(policies);
+    world.dana_says(
+        dana,
+        helper,
+        &[(
+            "D1:1",
+            "My email is dana@example.com and my dentist is Zoltan.",
+            "2023-01-05",
+        )],
+    );
+    let erins = stored_texts(&world, erin, helper);
+    assert!(erins.iter().any(|t| t.contains("[email]")), "{erins:?}");
+    assert!(
+        erins
+            .iter()
+            .all(|t| !t.contains("dana@example.com") && !t.contains("Zoltan")),
+        "{erins:?}"
+    );
+    let danas = stored(&world, dana, helper);
+    assert!(
+        danas
+            .iter()
+            .any(|f| f.scope == Scope::User && f.content.contains("dana@example.com")),
+        "{danas:?}"
+    );
+    assert!(danas.iter().all(|f| !f.content.contains("Zoltan")));
+
+    // dana's recall finds the address, and no fragment twice (its crew copy and its
+    // private copy say one thing).
+    let (_, hits) = world.ask(dana, helper, "What is my email?", View::Current);
+    assert!(
+        hits.iter().any(|f| f.content.contains("dana@example.com")),
+        "{hits:?}"
+    );
+    for (i, a) in hits.iter().enumerate() {
+        for b in &hits[i + 1..] {
+            assert!(
+                !(a.granularity == b.granularity
+                    && a.provenance.source == b.provenance.source
+                    && a.key == b.key
+                    && a.provenance.created_at == b.provenance.created_at),
+                "copies of one fragment: {a:?} and {b:?}"
+            );
+        }
+    }
+    let (_, hits) = world.ask(erin, helper, "What is dana's email?", View::Current);
+    assert!(hits.iter().all(|f| !f.content.contains("dana@example.com")));
+}
+
+/// A move told through a crew agent: the crew's successor is redacted, dana's
+/// private copy of the old home is closed by her own successor, and no current fact
+/// says the old home or the old address.
+#[test]
+fn a_crew_agents_update_passes_the_policy_too() {
+    let (world, dana, erin, helper) = crew_of_two(WritePolicies::default());
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "My flat is in Denver, mail me at dana@example.com.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "I moved to Boston last week, mail me at dana@newmail.org.",
+                "2023-03-01",
+            ),
+        ],
+    );
+    let erins = stored_texts(&world, erin, helper);
+    assert!(erins.iter().any(|t| t.contains("Boston")), "{erins:?}");
+    assert!(
+        erins
+            .iter()
+            .all(|t| !t.contains("dana@example.com") && !t.contains("dana@newmail.org")),
+        "{erins:?}"
+    );
+    assert!(world.recalls_current_fact(dana, helper, "dana@newmail.org"));
+    let facts: Vec<String> = stored(&world, dana, helper)
+        .into_iter()
+        .filter(|f| f.granularity == Granularity::Fact)
+        .map(|f| f.content)
+        .collect();
+    assert!(
+        facts
+            .iter()
+            .all(|t| !t.contains("Denver") && !t.contains("dana@example.com")),
+        "the old home is no current fact: {facts:?}"
+    );
+    assert!(
+        facts
+            .iter()
+            .filter(|t| t.contains("dana@newmail.org"))
+            .count()
+            == 1,
+        "one private successor: {facts:?}"
+    );
+}
+
+/// A block pattern keeps a constructed fragment out of the part it blocks, and
+/// refuses an explicit write as a whole (forbidden, naming the pattern), writing
+/// nothing of it.
+#[test]
+fn what_the_policy_blocks_is_not_written() {
+    let mut policies = WritePolicies::default();
+    policies.system.private.transforms = vec![Transform::Block {
+        pattern: "(?i)password".to_owned(),
+    }];
+    policies.system.shared.transforms = vec![Transform::Block {
+        pattern: "swordfish".to_owned(),
+    }];
+    let (world, dana, _, helper) = crew_of_two(policies);
+    let caller = world.caller(dana, helper).unwrap();
+    let before = stored(&world, dana, helper).len();
+    let mut private = Draft::new(
+        "my password is hunter2",
+        Granularity::Fact,
+        Kind::Observation,
+    );
+    private.scope = Some(Scope::User);
+    let err = world
+        .pipeline
+        .write_drafts(
+            &caller,
+            vec![
+                Draft::new(
+                    "the office opens at nine",
+                    Granularity::Fact,
+                    Kind::Observation,
+                ),
+                private,
+            ],
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), colmem_core::ErrorKind::Forbidden, "{err}");
+    assert!(err.to_string().contains("password"), "{err}");
+    assert_eq!(
+        stored(&world, dana, helper).len(),
+        before,
+        "nothing written"
+    );
+
+    // In the crew's scope the shared part is written; the private copy is blocked.
+    let remembered = world
+        .pipeline
+        .remember(
+            &caller,
+            &turn("D1:1", "My password is hunter2, and I live in Oslo."),
+        )
+        .unwrap();
+    assert!(!remembered.written.is_empty() && remembered.withheld == 0);
+    let danas = stored(&world, dana, helper);
+    assert!(danas.iter().any(|f| f.content.contains("Oslo")));
+    assert!(danas.iter().all(|f| f.scope != Scope::User), "{danas:?}");
+
+    // Where the shared part is blocked too, the turn's fragments are withheld.
+    let remembered = world
+        .pipeline
+        .remember(&caller, &turn("D1:2", "The PASSWORD is swordfish."))
+        .unwrap();
+    assert!(remembered.withheld > 0, "{remembered:?}");
+    assert!(
+        stored_texts(&world, dana, helper)
+            .iter()
+            .all(|t| !t.contains("swordfish"))
+    );
 }

@@ -758,6 +758,52 @@ fn share_splits_into_a_private_and_a_redacted_shared_part() {
     );
 }
 
+/// What a crew's agent remembers reaches the crew through the write policy's shared
+/// part (e-mails redacted by default); the user keeps a private copy of the whole.
+#[test]
+fn remember_writes_a_crews_share_through_the_write_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let crew = colmem::GroupId::new("crew").unwrap();
+    let admin = memory.admin();
+    admin
+        .register(Principal::Group(crew, colmem::GroupKind::Crew))
+        .unwrap();
+    admin
+        .grant(
+            Edge::Member {
+                member: colmem::Member::Agent(agent("planner")),
+                group: crew,
+            },
+            None,
+            None,
+        )
+        .unwrap();
+    tick(&memory);
+    memory
+        .session(user("alice"), agent("planner"))
+        .unwrap()
+        .remember(&turn(
+            "D1:1",
+            "alice",
+            "Send the supplier quote to alice@example.com by Friday.",
+        ))
+        .unwrap();
+    tick(&memory);
+    let bob = contents(&memory, "bob", "planner", "supplier quote", View::Current);
+    assert!(bob.iter().any(|c| c.contains("[email]")), "{bob:?}");
+    assert!(
+        bob.iter().all(|c| !c.contains("alice@example.com")),
+        "{bob:?}"
+    );
+    let alice = contents(&memory, "alice", "planner", "supplier quote", View::Current);
+    assert!(
+        alice.iter().any(|c| c.contains("alice@example.com")),
+        "{alice:?}"
+    );
+}
+
 /// Pseudonyms are keyed with a secret of the memory: stable across reopening, not
 /// the same in another memory, so not computable from a user id alone.
 #[test]
