@@ -436,6 +436,7 @@ fn run_seed(fixture: &Fixture, seed: u64, warnings: bool) -> Result<SeedReport> 
                 ctx: Context::new(user, agent, clock.as_ref()),
                 system: &system,
                 scope: None,
+                policies: None,
             },
             std::slice::from_ref(&attempt.trajectory),
         )?;

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use colmem_access::{AccessGraph, Context, SystemPolicy};
+use colmem_access::{AccessGraph, Context, Part, SystemPolicy, WritePolicySet};
 use colmem_core::{
-    CardEdge, CardRelation, Draft, Embedding, FragmentId, Granularity, Kind, ReadFilter, Scope,
+    CardEdge, CardFields, CardRelation, Draft, Embedding, FragmentId, Granularity, Kind,
+    ReadFilter, Scope,
 };
 use colmem_llm::{Embedder, TokenCounter};
 use colmem_store::{CardWrite, FragmentStore, ListQuery, ReadRecord};
@@ -151,6 +152,61 @@ pub struct Writer<'a> {
     pub system: &'a SystemPolicy,
     /// The scope of new cards; `None` takes the default for an observation.
     pub scope: Option<Scope>,
+    /// The write policies a card's sections pass by the scope it is written in
+    /// (private part for `Agent`/`User`, shared for `Group`/`Global`, mandatory
+    /// redactions always); `None` writes them as drafted.
+    pub policies: Option<&'a WritePolicySet>,
+}
+
+impl Writer<'_> {
+    /// `draft` as the write policy lets it be written in `scope`: each section
+    /// transformed, and the trigger keywords the policy would change, or drawn from
+    /// text it removed, dropped; [`colmem_access::AccessError::Withheld`] if the
+    /// policy blocks a section or writes no such part.
+    fn apply_policy(&self, scope: Scope, draft: &CardDraft) -> Result<CardDraft> {
+        let Some(policies) = self.policies else {
+            return Ok(draft.clone());
+        };
+        let (user, agent) = (self.ctx.user(), self.ctx.agent());
+        let apply = |text: &str| match policies.apply(user, agent, scope, text) {
+            Part::Kept(text) => Ok(text),
+            Part::Blocked { pattern } => Err(colmem_access::AccessError::Withheld {
+                scope,
+                reason: format!("a section matches the block pattern {pattern:?}"),
+            }),
+            Part::Disabled => Err(colmem_access::AccessError::Withheld {
+                scope,
+                reason: "the policy writes no part of this kind".to_owned(),
+            }),
+        };
+        let f = &draft.fields;
+        let fields = CardFields {
+            task: apply(&f.task)?,
+            trigger: apply(&f.trigger)?,
+            applicability: apply(&f.applicability)?,
+            plan: apply(&f.plan)?,
+            execution: apply(&f.execution)?,
+            evaluation: apply(&f.evaluation)?,
+            sign: f.sign,
+        };
+        let drafted = content(f).to_lowercase();
+        let written = content(&fields).to_lowercase();
+        let triggers = draft
+            .triggers
+            .iter()
+            .filter(|t| {
+                let lower = t.to_lowercase();
+                policies.apply(user, agent, scope, t).text() == Some(t.as_str())
+                    && (written.contains(&lower) || !drafted.contains(&lower))
+            })
+            .cloned()
+            .collect();
+        Ok(CardDraft {
+            fields,
+            triggers,
+            ..draft.clone()
+        })
+    }
 }
 
 /// What one `learn` call did.
@@ -168,6 +224,9 @@ pub struct LearnReport {
     pub merged: usize,
     /// Cards written (new and merged), in order.
     pub written: Vec<FragmentId>,
+    /// Admitted candidates the write policy kept out of their scope (a block
+    /// pattern matched a section, or the policy writes no such part).
+    pub withheld: usize,
     /// Edges put.
     pub edges: usize,
 }
@@ -369,7 +428,7 @@ impl CardBank {
                 .filter(|(_, sim)| *sim >= self.config.write.merge_similarity)
                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.id.cmp(&a.0.id)))
                 .map(|(c, _)| c.clone());
-            let id = match target {
+            let written = match target {
                 Some(existing) => {
                     let merged = self
                         .config
@@ -387,11 +446,11 @@ impl CardBank {
                         merged_vector,
                         Some(&existing),
                     );
-                    cards.retain(|c| c.id != existing.id);
                     match written {
                         Ok(id) => {
+                            cards.retain(|c| c.id != existing.id);
                             report.merged += 1;
-                            id
+                            Ok(id)
                         }
                         // Closed or purged meanwhile by another writer: nothing to
                         // merge into, so the candidate is a card of its own.
@@ -399,12 +458,21 @@ impl CardBank {
                             colmem_store::Error::NotCurrent { id, .. }
                             | colmem_store::Error::NotFound { id },
                         )) if id == existing.id => {
-                            self.write(writer, &draft, assessment.reliability, round, vector, None)?
+                            cards.retain(|c| c.id != existing.id);
+                            self.write(writer, &draft, assessment.reliability, round, vector, None)
                         }
-                        Err(e) => return Err(e),
+                        Err(e) => Err(e),
                     }
                 }
-                None => self.write(writer, &draft, assessment.reliability, round, vector, None)?,
+                None => self.write(writer, &draft, assessment.reliability, round, vector, None),
+            };
+            let id = match written {
+                Ok(id) => id,
+                Err(Error::Access(colmem_access::AccessError::Withheld { .. })) => {
+                    report.withheld += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
             };
             let record = self.store.card(id)?;
             let stored_vector = self.store.embedding(id)?.map(|e| e.vector);
@@ -425,6 +493,18 @@ impl CardBank {
         vector: Vec<f32>,
         parent: Option<&Card>,
     ) -> Result<FragmentId> {
+        // The write policy of the scope the card is written in (its parent's when
+        // merged): sections transformed, the trigger embedding of what is written.
+        let scope = self
+            .authorize(writer, draft, credibility, round, parent)?
+            .scope;
+        let written = writer.apply_policy(scope, draft)?;
+        let vector = if written.fields == draft.fields {
+            vector
+        } else {
+            self.embed(&written.trigger_text())?
+        };
+        let draft = &written;
         let mut fragment = self.authorize(writer, draft, credibility, round, parent)?;
         fragment.embedding = Some(Embedding {
             embedder: self.embedder.id().to_owned(),

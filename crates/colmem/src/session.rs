@@ -283,6 +283,7 @@ impl<'m> Session<'m> {
             ctx,
             system: &self.memory.system,
             scope,
+            policies: Some(&self.memory.write_policies),
         };
         Ok(self.memory.engine()?.cards.learn(&writer, trajectories)?)
     }

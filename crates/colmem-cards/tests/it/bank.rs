@@ -267,6 +267,77 @@ fn a_writer_outside_the_global_writers_never_closes_a_global_card() {
     );
 }
 
+/// DESIGN section 4: a card passes the write policy of the scope it is written in. A
+/// Global card gets the shared part (e-mails redacted by default), a `User` one the
+/// private part (kept whole), a blocked one is not written; the mandatory redaction
+/// holds everywhere. Before, every card was written as drafted.
+#[test]
+fn cards_pass_the_write_policy_of_their_scope() {
+    let mut world = World::new(BankConfig::default());
+    world.system = SystemPolicy {
+        global_writers: [world.agent].into(),
+    };
+    let mut policies = colmem_access::WritePolicies {
+        mandatory: vec![colmem_access::Redaction::Names(vec!["Zoltan".to_owned()])],
+        ..colmem_access::WritePolicies::default()
+    };
+    policies.system.private.transforms = vec![colmem_access::Transform::Block {
+        pattern: "(?i)secret".to_owned(),
+    }];
+    world.policies = Some(
+        colmem_access::WritePolicySet::new(policies, colmem_access::PseudonymKey::new([3; 32]))
+            .unwrap(),
+    );
+    let task = "Zoltan at ops@example.com holds 17 parcels and each crate carries 5 parcels. \
+                How many crates are needed?";
+    let sections = |scope: Scope, id: &str| -> Vec<String> {
+        let report = world.learn_as(
+            world.agent,
+            Some(scope),
+            &[trajectory(id, task, "floor", "ceil", false)],
+        );
+        assert_eq!(report.written.len(), 1, "{report:?}");
+        let card =
+            colmem_store::FragmentStore::card(world.store.as_ref(), report.written[0]).unwrap();
+        let f = card.fields;
+        vec![
+            card.fragment.content,
+            f.task,
+            f.trigger,
+            f.applicability,
+            f.plan,
+            f.execution,
+            f.evaluation,
+        ]
+    };
+    let global = sections(Scope::Global, "t1");
+    assert!(global.iter().any(|s| s.contains("[email]")), "{global:?}");
+    assert!(
+        global
+            .iter()
+            .all(|s| !s.contains("ops@example.com") && !s.contains("Zoltan")),
+        "{global:?}"
+    );
+    let private = sections(Scope::User, "t2");
+    assert!(
+        private.iter().any(|s| s.contains("ops@example.com")),
+        "{private:?}"
+    );
+    assert!(private.iter().all(|s| !s.contains("Zoltan")), "{private:?}");
+
+    let secret = "The secret depot holds 9 parcels and each crate carries 4. How many crates?";
+    let report = world.learn_as(
+        world.agent,
+        Some(Scope::User),
+        &[trajectory("t3", secret, "floor", "ceil", false)],
+    );
+    assert_eq!(
+        (report.written.len(), report.withheld),
+        (0, 1),
+        "{report:?}"
+    );
+}
+
 /// A merger that, while merging, lets another writer close (or purge) the card
 /// merged into.
 #[derive(Debug)]

@@ -11,7 +11,7 @@ mod server;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use colmem_access::{AccessGraph, Context, SystemPolicy};
+use colmem_access::{AccessGraph, Context, SystemPolicy, WritePolicySet};
 use colmem_cards::{BankConfig, CardBank, Decision, Outcome, Roles, Step, Trajectory};
 use colmem_core::{
     AccessChange, AccessEvent, AgentId, Clock, Edge, LogicalClock, Principal, Scope, Timestamp,
@@ -30,6 +30,8 @@ pub struct World {
     pub user: UserId,
     pub agent: AgentId,
     pub system: SystemPolicy,
+    /// The write policies cards are written under, if any.
+    pub policies: Option<WritePolicySet>,
 }
 
 impl World {
@@ -92,6 +94,7 @@ impl World {
             user,
             agent,
             system: SystemPolicy::default(),
+            policies: None,
         }
     }
 
@@ -126,6 +129,7 @@ impl World {
             ctx: Context::new(self.user, agent, self.clock.as_ref()),
             system: &self.system,
             scope,
+            policies: self.policies.as_ref(),
         };
         let report = self.bank.learn(&writer, trajectories);
         self.clock.advance(10);
