@@ -377,6 +377,39 @@ impl WritePolicySet {
         self.apply_part(part.as_deref(), text, &[user])
     }
 
+    /// The keywords of a fragment that may stand beside its text as written in
+    /// `scope` ([`WritePolicySet::apply`] made `written` of `drafted`): none the
+    /// policy would change and, when it changed the text, only those that are
+    /// whole words of what it wrote (a keyword drawn from removed text, "example" of
+    /// a redacted address, goes with it).
+    pub fn keywords(
+        &self,
+        user: UserId,
+        agent: AgentId,
+        scope: Scope,
+        drafted: &str,
+        written: &str,
+        keywords: &[String],
+    ) -> Vec<String> {
+        let words: Option<std::collections::HashSet<String>> = (drafted != written).then(|| {
+            written
+                .to_lowercase()
+                .split(|c: char| !c.is_alphanumeric() && c != '\'')
+                .map(str::to_owned)
+                .collect()
+        });
+        keywords
+            .iter()
+            .filter(|k| {
+                self.apply(user, agent, scope, k).text() == Some(k.as_str())
+                    && words
+                        .as_ref()
+                        .is_none_or(|words| words.contains(&k.to_lowercase()))
+            })
+            .cloned()
+            .collect()
+    }
+
     fn apply_part(&self, steps: Option<&[Step]>, text: &str, users: &[UserId]) -> Part {
         let Some(steps) = steps else {
             return Part::Disabled;

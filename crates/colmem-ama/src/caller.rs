@@ -1,9 +1,11 @@
 //! The request context every pipeline call runs in: `(user, agent, now)` checked against
 //! the access graph, with its read filter compiled once.
 
-use colmem_access::{AccessError, AccessGraph, Context, Part, SystemPolicy, Tier, WritePolicySet};
+use colmem_access::{
+    AccessError, AccessGraph, Context, Part, SystemPolicy, Tier, WritePolicySet, narrowest,
+};
 use colmem_core::{
-    AgentId, Draft, Forbidden, Fragment, NewFragment, ReadFilter, Scope, Timestamp, UserId,
+    AgentId, Draft, Forbidden, Fragment, Kind, NewFragment, ReadFilter, Scope, Timestamp, UserId,
 };
 
 use crate::error::Result;
@@ -110,54 +112,71 @@ impl<'a> Caller<'a> {
     }
 
     /// `fragment` as the write policy lets it be written in its scope: its text
-    /// transformed, and its keywords without those the policy would change or that
-    /// were drawn from text it removed ("example" of an address it redacted);
-    /// [`AccessError::Withheld`] if the policy blocks the text or writes no such
-    /// part. Keys are identifiers and stay as drafted.
+    /// transformed; its keywords without those the policy would change or, when it
+    /// changed the text, that are no word of what it wrote; its key dropped if the
+    /// policy would change it (a key names its subject, and a redacted name must not
+    /// stand in it). [`AccessError::Withheld`] if the policy blocks the text or
+    /// writes no such part.
     pub fn apply_policy(&self, mut fragment: NewFragment) -> Result<NewFragment> {
-        let drafted = fragment.content.to_lowercase();
-        fragment.content = match self.policy_part(fragment.scope, &fragment.content) {
+        let Some(policies) = self.policies else {
+            return Ok(fragment);
+        };
+        let (user, agent, scope) = (self.user(), self.agent(), fragment.scope);
+        let withheld = |reason: String| AccessError::Withheld { scope, reason };
+        let written = match policies.apply(user, agent, scope, &fragment.content) {
             Part::Kept(text) => text,
             Part::Blocked { pattern } => {
-                return Err(AccessError::Withheld {
-                    scope: fragment.scope,
-                    reason: format!("it matches the block pattern {pattern:?}"),
-                }
-                .into());
+                return Err(withheld(format!("it matches the block pattern {pattern:?}")).into());
             }
             Part::Disabled => {
-                return Err(AccessError::Withheld {
-                    scope: fragment.scope,
-                    reason: "the policy writes no part of this kind".to_owned(),
-                }
-                .into());
+                return Err(withheld("the policy writes no part of this kind".to_owned()).into());
             }
         };
-        let (scope, written) = (fragment.scope, fragment.content.to_lowercase());
-        fragment.keywords.retain(|k| {
-            let k_lower = k.to_lowercase();
-            self.policy_part(scope, k).text() == Some(k.as_str())
-                && (written.contains(&k_lower) || !drafted.contains(&k_lower))
-        });
+        fragment.keywords = policies.keywords(
+            user,
+            agent,
+            scope,
+            &fragment.content,
+            &written,
+            &fragment.keywords,
+        );
+        fragment.content = written;
+        if let Some(key) = &fragment.key
+            && policies.apply(user, agent, scope, key).text() != Some(key.as_str())
+        {
+            fragment.key = None;
+        }
         Ok(fragment)
     }
 
-    /// The private copy to write beside `fragment` (as the write rule accepted it,
-    /// before any policy) when its scope is shared and the policy's private part
-    /// keeps what the shared part changes or withholds: the Collaborative Memory
-    /// split, so that the user keeps what the shared copy leaves out. `None` when the
-    /// shared copy says what the private one would.
-    pub fn private_copy(&self, fragment: &NewFragment) -> Option<NewFragment> {
-        if Tier::of(fragment.scope) == Tier::Private {
-            return None;
+    /// The scope what is drawn from `context` (a turn and the turns the constructor
+    /// read it with) is kept in, when the agent's observations go to a shared scope
+    /// (its crew) and the write policy's shared part would change or withhold any of
+    /// these texts: the narrowest private scope within the shared one (`Agent` for a
+    /// crew, `User` for `Global`). A fact, an episode or a keyword drawn from such a
+    /// text can carry what the shared part removes in words no redaction of its own
+    /// text would catch, so nothing of it is shared. `None`: the default scope.
+    pub fn kept_private(&self, context: &[&str]) -> Result<Option<Scope>> {
+        let Some(policies) = self.policies else {
+            return Ok(None);
+        };
+        let shared = self
+            .graph
+            .default_scope(self.agent(), Kind::Observation, self.now())?;
+        if Tier::of(shared) == Tier::Private {
+            return Ok(None);
         }
-        let shared = self.policy_part(fragment.scope, &fragment.content);
-        let private = self.policy_part(Scope::User, &fragment.content);
-        if private.text().is_none() || private.text() == shared.text() {
-            return None;
-        }
-        let mut copy = fragment.clone();
-        copy.scope = Scope::User;
-        self.apply_policy(copy).ok()
+        let (user, agent) = (self.user(), self.agent());
+        let changed = context.iter().any(|text| {
+            policies.apply(user, agent, shared, text)
+                != policies.apply(user, agent, Scope::User, text)
+        });
+        Ok(changed.then(|| private_within(shared)))
     }
+}
+
+/// The widest private scope within `scope`: `scope` itself if private, `Agent`
+/// within a group, `User` within `Global`.
+pub(crate) fn private_within(scope: Scope) -> Scope {
+    narrowest([scope, Scope::User]).unwrap_or(Scope::Agent)
 }

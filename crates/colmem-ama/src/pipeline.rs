@@ -16,6 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use colmem_access::Tier;
 use colmem_core::{
     AgentId, Draft, Fragment, FragmentId, Granularity, Kind, NewFragment, Scope, Source, UserId,
     Validity, View,
@@ -26,7 +27,7 @@ use colmem_store::{Delete, FragmentStore, Interaction, ListQuery, Order, Superse
 use serde::{Deserialize, Serialize};
 
 use crate::answer::{Answer, Answerer, EvidenceSpan};
-use crate::caller::Caller;
+use crate::caller::{Caller, private_within};
 use crate::change::attributes;
 use crate::constructor::{
     Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput, episode_parts,
@@ -302,10 +303,9 @@ pub struct Remembered {
     /// `true` when an earlier call with the same idempotency key had remembered the
     /// turn: nothing was written now and `written` holds what that call wrote.
     pub replayed: bool,
-    /// Fragments constructed from the turn that the write policy kept out of their
-    /// scope (a block pattern matched, or the policy writes no such part). When the
-    /// policy's private part keeps one, its private copy is written and listed in
-    /// `written`.
+    /// What the write policy kept out: 1 for a turn whose private part it blocks
+    /// or disables (nothing is drawn from it), else the fragments drawn from the turn
+    /// that it blocks in their scope.
     pub withheld: usize,
 }
 
@@ -314,9 +314,7 @@ pub struct Remembered {
 struct Superseded {
     /// Each stale fact (or profile entry drawn from one) with its successor.
     pairs: Vec<(FragmentId, FragmentId)>,
-    /// Private copies written beside successors the policy changes in a shared scope.
-    copies: Vec<FragmentId>,
-    /// Successors the policy kept out of their scope.
+    /// Successors the write policy withheld (their stale facts stay).
     withheld: usize,
 }
 
@@ -438,27 +436,27 @@ impl Pipeline {
     }
 
     /// Writes fragments the pipeline constructed (turns, facts, episodes, profile
-    /// entries) in one transaction under the store key `key`, if any: each through
-    /// the write rule and the write policy, with a private copy beside a shared one
-    /// the policy changes ([`Caller::private_copy`]). Returns the ids and how many
-    /// drafts the policy kept out of their scope.
+    /// entries) in one transaction under the store key `key`, if any: each in scope
+    /// `narrow` if given ([`Caller::kept_private`]), through the write rule and the
+    /// write policy. Returns the ids and how many the policy kept out of their scope.
     fn write_constructed(
         &self,
         caller: &Caller<'_>,
         drafts: Vec<Draft>,
+        narrow: Option<Scope>,
         key: Option<String>,
     ) -> Result<(Vec<FragmentId>, usize)> {
         let mut fragments = Vec::with_capacity(drafts.len());
         let mut withheld = 0;
-        for draft in drafts {
-            let fragment = caller.authorize(draft)?;
-            let copy = caller.private_copy(&fragment);
-            match caller.apply_policy(fragment) {
+        for mut draft in drafts {
+            if narrow.is_some() {
+                draft.scope = narrow;
+            }
+            match caller.apply_policy(caller.authorize(draft)?) {
                 Ok(fragment) => fragments.push(fragment),
                 Err(e) if is_withheld(&e) => withheld += 1,
                 Err(e) => return Err(e),
             }
-            fragments.extend(copy);
         }
         Ok((self.write_fragments(caller, fragments, key)?, withheld))
     }
@@ -561,7 +559,15 @@ impl Pipeline {
                 ..Remembered::default()
             });
         }
-        let construction = {
+        // A turn the write policy would not keep even privately is not remembered:
+        // nothing is drawn from it, and no episode summarises it later.
+        if caller.policy_part(Scope::User, &turn.text).text().is_none() {
+            return Ok(Remembered {
+                withheld: 1,
+                ..Remembered::default()
+            });
+        }
+        let (construction, narrow) = {
             let mut open = self
                 .open_episodes
                 .lock()
@@ -569,7 +575,16 @@ impl Pipeline {
             let buffer = open
                 .entry((caller.user(), caller.agent(), turn.session.clone()))
                 .or_default();
-            self.roles.constructor.observe(turn, buffer)?
+            // The constructor reads the turn with the open episode's turns (a reply
+            // borrows its question's words; an episode that closes now summarises
+            // them): a shared part that changes any of them keeps all private.
+            let context: Vec<&str> = buffer
+                .iter()
+                .map(|t| t.text.as_str())
+                .chain([turn.text.as_str()])
+                .collect();
+            let narrow = caller.kept_private(&context)?;
+            (self.roles.constructor.observe(turn, buffer)?, narrow)
         };
         let stored = self.config.store;
         let mut pending: Vec<Pending<'_>> = Vec::new();
@@ -645,13 +660,12 @@ impl Pipeline {
             if conflicts.is_empty() {
                 plain.push(self.draft(p.memory, p.granularity, turn));
             } else {
-                let done = self.supersede(caller, p.memory, turn, &conflicts)?;
+                let done = self.supersede(caller, p.memory, turn, &conflicts, narrow)?;
                 outcome.superseded.extend(done.pairs);
-                outcome.written.extend(done.copies);
                 outcome.withheld += done.withheld;
             }
         }
-        let (written, withheld) = self.write_constructed(caller, plain, key)?;
+        let (written, withheld) = self.write_constructed(caller, plain, narrow, key)?;
         outcome.written.extend(written);
         outcome.withheld += withheld;
         outcome.written.extend(kept);
@@ -665,22 +679,25 @@ impl Pipeline {
 
     /// Summarises and writes the open episode of a session, if any.
     pub fn close_episode(&self, caller: &Caller<'_>, session: &str) -> Result<Option<FragmentId>> {
-        let summary = {
+        let (summary, narrow) = {
             let mut open = self
                 .open_episodes
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             match open.get_mut(&(caller.user(), caller.agent(), session.to_owned())) {
-                Some(buffer) => self.roles.constructor.close(buffer)?,
-                None => None,
+                Some(buffer) => {
+                    let context: Vec<&str> = buffer.iter().map(|t| t.text.as_str()).collect();
+                    let narrow = caller.kept_private(&context)?;
+                    (self.roles.constructor.close(buffer)?, narrow)
+                }
+                None => (None, None),
             }
         };
         let Some(memory) = summary.filter(|_| self.config.store.episodes) else {
             return Ok(None);
         };
         let draft = self.memory_draft(&memory, Granularity::Episode, None);
-        // The episode in its scope, or the private copy the policy left instead.
-        let (written, _) = self.write_constructed(caller, vec![draft], None)?;
+        let (written, _) = self.write_constructed(caller, vec![draft], narrow, None)?;
         Ok(written.first().copied())
     }
 
@@ -858,19 +875,12 @@ impl Pipeline {
                 .then(a.round.cmp(&b.round))
                 .then(a.fragment.id.cmp(&b.fragment.id))
         });
-        // A private copy and the shared fragment written beside it say one thing:
-        // one hit, at the better rank, shows the private copy (the whole of it).
-        let mut hits: Vec<Recalled> = Vec::with_capacity(k.min(found.len()));
-        for r in found {
-            if let Some(h) = hits.iter_mut().find(|h| copies(&h.fragment, &r.fragment)) {
-                if is_private(r.fragment.scope) {
-                    h.fragment = r.fragment;
-                }
-            } else if hits.len() < k {
-                hits.push(r);
-            }
-        }
-        Ok(Recall { plan, rounds, hits })
+        found.truncate(k);
+        Ok(Recall {
+            plan,
+            rounds,
+            hits: found,
+        })
     }
 
     /// Full mode: recall, then answer from the evidence.
@@ -1065,13 +1075,15 @@ impl Pipeline {
         Ok(held)
     }
 
-    /// Closes each stale fact in favour of one new version of `memory`, derived from them.
+    /// Closes each stale fact in favour of one new version of `memory`, derived from them,
+    /// in a private scope if `narrow` says the turn is kept private.
     fn supersede(
         &self,
         caller: &Caller<'_>,
         memory: &Memory,
         turn: &TurnInput,
         stale: &[FragmentId],
+        narrow: Option<Scope>,
     ) -> Result<Superseded> {
         let olds = stale
             .iter()
@@ -1086,67 +1098,43 @@ impl Pipeline {
                 scopes.push(old.scope);
             }
         }
-        // Private scopes first: a successor the write policy keeps out of a shared
-        // scope leaves the stale facts there closed by the private one.
-        scopes.sort_by_key(|s| !is_private(*s));
         let mut out = Superseded::default();
-        let mut private_successor = None;
         let profile =
             self.own_fragments(caller, View::Current, None, Some(Granularity::Profile))?;
         for scope in scopes {
             let olds: Vec<&Fragment> = olds.iter().filter(|f| f.scope == scope).collect();
             let mut draft = self.draft(memory, Granularity::Fact, turn);
-            draft.scope = None;
+            // A turn kept private closes a shared stale fact with a private successor:
+            // its readers no longer read the stale fact, nor the new one.
+            draft.scope = narrow
+                .filter(|_| Tier::of(scope) != Tier::Private)
+                .map(|_| private_within(scope));
             let new = caller.authorize_derived(&olds, draft)?;
-            // The user's own successor, when no private stale fact gets one.
-            let copy = if private_successor.is_none() {
-                caller.private_copy(&new)
-            } else {
-                None
-            };
-            let (first, rest) = olds
-                .split_first()
-                .ok_or_else(|| Error::InvalidInput("nothing to supersede".into()))?;
-            let new_id = match caller.apply_policy(new) {
-                Ok(mut new) => {
-                    new.embedding = Some(
-                        self.embedder
-                            .embed_one(&new.content)
-                            .map_err(Error::model("embedder"))?,
-                    );
-                    Some(self.store.supersede(&Supersede {
-                        user: caller.user(),
-                        agent: caller.agent(),
-                        old: first.id,
-                        new,
-                    })?)
-                }
+            // A successor the policy withholds closes nothing: no version may say what
+            // it would have said.
+            let mut new = match caller.apply_policy(new) {
+                Ok(new) => new,
                 Err(e) if is_withheld(&e) => {
                     out.withheld += 1;
-                    None
+                    continue;
                 }
                 Err(e) => return Err(e),
             };
-            let copy_id = match copy {
-                Some(copy) => self
-                    .write_fragments(caller, vec![copy], None)?
-                    .first()
-                    .copied(),
-                None => None,
-            };
-            out.copies.extend(copy_id);
-            // Nothing may say what the stale facts said was changed: they stay (a
-            // correction the policy withholds everywhere closes nothing).
-            let Some(successor) = new_id.or(copy_id).or(private_successor) else {
-                continue;
-            };
-            if is_private(scope) {
-                private_successor = Some(successor);
-            }
-            let closed_first = new_id.is_some();
-            if closed_first {
-                out.pairs.push((first.id, successor));
-            }
+            new.embedding = Some(
+                self.embedder
+                    .embed_one(&new.content)
+                    .map_err(Error::model("embedder"))?,
+            );
+            let (first, rest) = olds
+                .split_first()
+                .ok_or_else(|| Error::InvalidInput("nothing to supersede".into()))?;
+            let new_id = self.store.supersede(&Supersede {
+                user: caller.user(),
+                agent: caller.agent(),
+                old: first.id,
+                new,
+            })?;
+            out.pairs.push((first.id, new_id));
             // The profile entries drawn from what a stale fact said are stale with it.
             // One closed earlier in this turn may still be listed (the caller's filter
             // was compiled before it): its row says so.
@@ -1158,15 +1146,14 @@ impl Pipeline {
                         && olds.iter().any(|old| drawn_from(p, old))
                 })
                 .collect();
-            let also = if closed_first { rest } else { &olds[..] };
-            for also in also.iter().copied().chain(drawn) {
+            for also in rest.iter().copied().chain(drawn) {
                 self.store.supersede_by(&colmem_store::SupersedeBy {
                     user: caller.user(),
                     agent: caller.agent(),
                     old: also.id,
-                    successor,
+                    successor: new_id,
                 })?;
-                out.pairs.push((also.id, successor));
+                out.pairs.push((also.id, new_id));
             }
         }
         Ok(out)
@@ -1407,23 +1394,6 @@ fn authorize_all(caller: &Caller<'_>, drafts: Vec<Draft>) -> Result<Vec<NewFragm
         .into_iter()
         .map(|d| caller.apply_policy(caller.authorize(d)?))
         .collect()
-}
-
-/// Whether `a` and `b` were written as one fragment's shared and private copies
-/// ([`Caller::private_copy`]): made together from the same source, of one
-/// granularity and key, one private and the other not.
-fn copies(a: &Fragment, b: &Fragment) -> bool {
-    is_private(a.scope) != is_private(b.scope)
-        && a.provenance.created_at == b.provenance.created_at
-        && a.provenance.user == b.provenance.user
-        && a.provenance.source == b.provenance.source
-        && a.granularity == b.granularity
-        && a.key == b.key
-}
-
-/// Whether `scope` is private to its user (the private part of a write policy).
-fn is_private(scope: Scope) -> bool {
-    colmem_access::Tier::of(scope) == colmem_access::Tier::Private
 }
 
 /// Whether `e` is the write policy withholding a fragment.

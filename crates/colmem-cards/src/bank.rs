@@ -160,8 +160,8 @@ pub struct Writer<'a> {
 
 impl Writer<'_> {
     /// `draft` as the write policy lets it be written in `scope`: each section
-    /// transformed, and the trigger keywords the policy would change, or drawn from
-    /// text it removed, dropped; [`colmem_access::AccessError::Withheld`] if the
+    /// transformed, and its trigger keywords as [`WritePolicySet::keywords`] keeps
+    /// them; [`colmem_access::AccessError::Withheld`] if the
     /// policy blocks a section or writes no such part.
     fn apply_policy(&self, scope: Scope, draft: &CardDraft) -> Result<CardDraft> {
         let Some(policies) = self.policies else {
@@ -189,17 +189,17 @@ impl Writer<'_> {
             evaluation: apply(&f.evaluation)?,
             sign: f.sign,
         };
-        let drafted = content(f).to_lowercase();
-        let written = content(&fields).to_lowercase();
-        let triggers = draft
-            .triggers
-            .iter()
-            .filter(|t| {
-                let lower = t.to_lowercase();
-                policies.apply(user, agent, scope, t).text() == Some(t.as_str())
-                    && (written.contains(&lower) || !drafted.contains(&lower))
-            })
-            .cloned()
+        let triggers: Vec<String> = draft.triggers.iter().cloned().collect();
+        let triggers = policies
+            .keywords(
+                user,
+                agent,
+                scope,
+                &content(f),
+                &content(&fields),
+                &triggers,
+            )
+            .into_iter()
             .collect();
         Ok(CardDraft {
             fields,

@@ -101,11 +101,10 @@ impl<'m> Session<'m> {
 
     /// Remembers one interaction (a dialogue turn) through the AMA write path:
     /// raw turn, facts, an episode when one closes, profile entries, and updates of
-    /// stale facts, each through the write rule and the write policy. A fragment
-    /// written in a shared scope (the agent's crew, by default, when it is in one)
-    /// gets the policy's shared part; when that changes or withholds its text, a
-    /// private copy (scope `User`) keeps the private part for the user, and a recall
-    /// returns the better ranked of the two.
+    /// stale facts, each through the write rule and the write policy. They go to
+    /// the agent's default scope (its crew, when it is in one) unless the policy's
+    /// shared part would change the turn or the open episode's turns: then they are
+    /// kept in the agent's private scope (see `docs/config.md`).
     pub fn remember(&self, turn: &TurnInput) -> Result<Remembered> {
         self.remember_keyed(turn, None)
     }

@@ -2962,95 +2962,97 @@ fn crew_of_two(policies: WritePolicies) -> (World, UserId, UserId, AgentId) {
     (world, dana, erin, helper)
 }
 
-/// DESIGN section 4: every constructed fragment passes the write policy. In the
-/// crew's scope the shared part (e-mails redacted by default) is written, with a
-/// private copy that keeps the address for dana alone; a mandatory redaction holds in
-/// both. Before, the turn and its facts went to the crew verbatim.
+/// Every text of `u`'s through `a` now, and every keyword beside them.
+fn texts_and_keywords(world: &World, u: UserId, a: AgentId) -> Vec<String> {
+    stored(world, u, a)
+        .into_iter()
+        .flat_map(|f| std::iter::once(f.content).chain(f.keywords))
+        .collect()
+}
+
+/// DESIGN section 4: what a crew's agent remembers passes the write policy. A turn
+/// the shared part leaves whole goes to the crew (with the mandatory redactions); one
+/// it would change (an e-mail address) is kept private, with what the constructor
+/// reads it with: its facts, the turns after it in the open episode. Private is the
+/// writing agent's scope within the crew, so dana's agents outside it see nothing
+/// more than before. Before, the crew got the address verbatim.
 #[test]
-fn what_a_crew_agent_remembers_is_shared_as_the_policy_says_and_kept_whole_privately() {
+fn what_a_crew_agent_remembers_is_shared_only_as_the_policy_leaves_it() {
     let policies = WritePolicies {
         mandatory: vec![Redaction::Names(vec!["Zoltan".to_owned()])],
         ..WritePolicies::default()
     };
-    let (world, dana, erin, helper) = crew_of_two(policies);
+    let (mut world, dana, erin, helper) = crew_of_two(policies);
+    let solo = another_agent(&mut world, dana, "solo");
     world.dana_says(
         dana,
         helper,
-        &[(
-            "D1:1",
-            "My email is dana@example.com and my dentist is Zoltan.",
-            "2023-01-05",
-        )],
+        &[
+            ("D1:1", "I live in Oslo near the harbour.", "2023-01-05"),
+            ("D1:2", "My dentist is Zoltan on Main Street.", "2023-01-05"),
+            ("D1:3", "My email is dana@example.com.", "2023-01-05"),
+            ("D1:4", "I play the cello on Sundays.", "2023-01-05"),
+        ],
     );
-    let erins = stored_texts(&world, erin, helper);
-    assert!(erins.iter().any(|t| t.contains("[email]")), "{erins:?}");
-    assert!(
-        erins
-            .iter()
-            .all(|t| !t.contains("dana@example.com") && !t.contains("Zoltan")),
-        "{erins:?}"
-    );
+    let erins = texts_and_keywords(&world, erin, helper);
+    assert!(erins.iter().any(|t| t.contains("Oslo")), "{erins:?}");
+    assert!(erins.iter().any(|t| t.contains("[name]")), "{erins:?}");
+    for kept in ["Zoltan", "zoltan", "dana@example.com", "example", "cello"] {
+        assert!(erins.iter().all(|t| !t.contains(kept)), "{kept}: {erins:?}");
+    }
     let danas = stored(&world, dana, helper);
     assert!(
         danas
             .iter()
-            .any(|f| f.scope == Scope::User && f.content.contains("dana@example.com")),
+            .any(|f| f.scope == Scope::Agent && f.content.contains("dana@example.com"))
+    );
+    assert!(danas.iter().any(|f| f.content.contains("cello")));
+    assert!(
+        danas
+            .iter()
+            .all(|f| !f.content.contains("Zoltan") && f.key.as_deref() != Some("zoltan")),
         "{danas:?}"
     );
-    assert!(danas.iter().all(|f| !f.content.contains("Zoltan")));
-
-    // dana's recall finds the address, and no fragment twice (its crew copy and its
-    // private copy say one thing).
     let (_, hits) = world.ask(dana, helper, "What is my email?", View::Current);
+    assert!(hits.iter().any(|f| f.content.contains("dana@example.com")));
+    // Through an agent outside the crew dana sees what she saw before: none of it.
     assert!(
-        hits.iter().any(|f| f.content.contains("dana@example.com")),
-        "{hits:?}"
+        stored_texts(&world, dana, solo).is_empty(),
+        "{:?}",
+        stored_texts(&world, dana, solo)
     );
-    for (i, a) in hits.iter().enumerate() {
-        for b in &hits[i + 1..] {
-            assert!(
-                !(a.granularity == b.granularity
-                    && a.provenance.source == b.provenance.source
-                    && a.key == b.key
-                    && a.provenance.created_at == b.provenance.created_at),
-                "copies of one fragment: {a:?} and {b:?}"
-            );
-        }
-    }
-    let (_, hits) = world.ask(erin, helper, "What is dana's email?", View::Current);
-    assert!(hits.iter().all(|f| !f.content.contains("dana@example.com")));
 }
 
-/// A move told through a crew agent: the crew's successor is redacted, dana's
-/// private copy of the old home is closed by her own successor, and no current fact
-/// says the old home or the old address.
+/// A move told with an address, through a crew agent: the crew's fact of the old
+/// home is closed by a private successor, so the crew holds neither home as a current
+/// fact and never the address, and dana's successor says both.
 #[test]
 fn a_crew_agents_update_passes_the_policy_too() {
     let (world, dana, erin, helper) = crew_of_two(WritePolicies::default());
     world.dana_says(
         dana,
         helper,
-        &[
-            (
-                "D1:1",
-                "My flat is in Denver, mail me at dana@example.com.",
-                "2023-01-05",
-            ),
-            (
-                "D1:2",
-                "I moved to Boston last week, mail me at dana@newmail.org.",
-                "2023-03-01",
-            ),
-        ],
+        &[("D1:1", "My flat is in Denver, near the park.", "2023-01-05")],
     );
-    let erins = stored_texts(&world, erin, helper);
-    assert!(erins.iter().any(|t| t.contains("Boston")), "{erins:?}");
+    assert!(world.recalls_current_fact(erin, helper, "Denver"));
+    world.dana_says(
+        dana,
+        helper,
+        &[(
+            "D1:2",
+            "I moved to Boston last week, mail me at dana@newmail.org.",
+            "2023-03-01",
+        )],
+    );
+    let erins = texts_and_keywords(&world, erin, helper);
     assert!(
         erins
             .iter()
-            .all(|t| !t.contains("dana@example.com") && !t.contains("dana@newmail.org")),
+            .all(|t| !t.contains("Boston") && !t.contains("newmail")),
         "{erins:?}"
     );
+    // The crew keeps the turn that told of Denver (what was said), not the fact.
+    assert!(!world.recalls_current_fact(erin, helper, "Denver"));
     assert!(world.recalls_current_fact(dana, helper, "dana@newmail.org"));
     let facts: Vec<String> = stored(&world, dana, helper)
         .into_iter()
@@ -3058,24 +3060,15 @@ fn a_crew_agents_update_passes_the_policy_too() {
         .map(|f| f.content)
         .collect();
     assert!(
-        facts
-            .iter()
-            .all(|t| !t.contains("Denver") && !t.contains("dana@example.com")),
+        facts.iter().all(|t| !t.contains("Denver")),
         "the old home is no current fact: {facts:?}"
-    );
-    assert!(
-        facts
-            .iter()
-            .filter(|t| t.contains("dana@newmail.org"))
-            .count()
-            == 1,
-        "one private successor: {facts:?}"
     );
 }
 
-/// A block pattern keeps a constructed fragment out of the part it blocks, and
-/// refuses an explicit write as a whole (forbidden, naming the pattern), writing
-/// nothing of it.
+/// A block pattern: an explicit write naming a blocked draft is refused as a whole
+/// (forbidden, naming the pattern); a turn whose private part is blocked is not
+/// remembered at all, nor summarised later; one whose shared part is blocked is kept
+/// private, with the reply that borrows its words.
 #[test]
 fn what_the_policy_blocks_is_not_written() {
     let mut policies = WritePolicies::default();
@@ -3083,11 +3076,10 @@ fn what_the_policy_blocks_is_not_written() {
         pattern: "(?i)password".to_owned(),
     }];
     policies.system.shared.transforms = vec![Transform::Block {
-        pattern: "swordfish".to_owned(),
+        pattern: "(?i)merger".to_owned(),
     }];
-    let (world, dana, _, helper) = crew_of_two(policies);
+    let (world, dana, erin, helper) = crew_of_two(policies);
     let caller = world.caller(dana, helper).unwrap();
-    let before = stored(&world, dana, helper).len();
     let mut private = Draft::new(
         "my password is hunter2",
         Granularity::Fact,
@@ -3111,34 +3103,42 @@ fn what_the_policy_blocks_is_not_written() {
         .unwrap_err();
     assert_eq!(err.kind(), colmem_core::ErrorKind::Forbidden, "{err}");
     assert!(err.to_string().contains("password"), "{err}");
-    assert_eq!(
-        stored(&world, dana, helper).len(),
-        before,
-        "nothing written"
-    );
+    assert!(stored(&world, dana, helper).is_empty(), "nothing written");
 
-    // In the crew's scope the shared part is written; the private copy is blocked.
     let remembered = world
         .pipeline
-        .remember(
-            &caller,
-            &turn("D1:1", "My password is hunter2, and I live in Oslo."),
-        )
+        .remember(&caller, &turn("D1:1", "My password is hunter2."))
         .unwrap();
-    assert!(!remembered.written.is_empty() && remembered.withheld == 0);
+    assert_eq!((remembered.written.len(), remembered.withheld), (0, 1));
+    world.say(
+        dana,
+        helper,
+        "D1:2",
+        "Dana",
+        "Is the Initech merger with Globex still under wraps?",
+        "2023-01-05",
+    );
+    world.say(
+        dana,
+        helper,
+        "D1:3",
+        "Assistant",
+        "Yes, until the announcement in May.",
+        "2023-01-05",
+    );
+    let episode = world.pipeline.close_episode(&caller, "D1").unwrap();
     let danas = stored(&world, dana, helper);
-    assert!(danas.iter().any(|f| f.content.contains("Oslo")));
-    assert!(danas.iter().all(|f| f.scope != Scope::User), "{danas:?}");
-
-    // Where the shared part is blocked too, the turn's fragments are withheld.
-    let remembered = world
-        .pipeline
-        .remember(&caller, &turn("D1:2", "The PASSWORD is swordfish."))
-        .unwrap();
-    assert!(remembered.withheld > 0, "{remembered:?}");
     assert!(
-        stored_texts(&world, dana, helper)
-            .iter()
-            .all(|t| !t.contains("swordfish"))
+        danas.iter().all(|f| !f.content.contains("hunter2")),
+        "{danas:?}"
     );
+    assert!(danas.iter().any(|f| f.content.contains("Globex")));
+    assert!(danas.iter().any(|f| f.content.contains("announcement")));
+    if let Some(id) = episode {
+        assert!(danas.iter().any(|f| f.id == id && f.scope == Scope::Agent));
+    }
+    let erins = texts_and_keywords(&world, erin, helper);
+    for kept in ["hunter2", "Globex", "globex", "wraps", "announcement"] {
+        assert!(erins.iter().all(|t| !t.contains(kept)), "{kept}: {erins:?}");
+    }
 }

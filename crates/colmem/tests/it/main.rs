@@ -758,10 +758,11 @@ fn share_splits_into_a_private_and_a_redacted_shared_part() {
     );
 }
 
-/// What a crew's agent remembers reaches the crew through the write policy's shared
-/// part (e-mails redacted by default); the user keeps a private copy of the whole.
+/// What a crew's agent remembers reaches the crew only as the write policy's shared
+/// part leaves it: a turn it would change (an e-mail address, redacted by default)
+/// stays with the agent and the user.
 #[test]
-fn remember_writes_a_crews_share_through_the_write_policy() {
+fn remember_shares_with_a_crew_through_the_write_policy() {
     let dir = tempfile::tempdir().unwrap();
     let memory = Memory::open(dir.path(), logical()).unwrap();
     setup(&memory);
@@ -781,18 +782,24 @@ fn remember_writes_a_crews_share_through_the_write_policy() {
         )
         .unwrap();
     tick(&memory);
-    memory
-        .session(user("alice"), agent("planner"))
-        .unwrap()
+    let planner = memory.session(user("alice"), agent("planner")).unwrap();
+    planner
         .remember(&turn(
             "D1:1",
             "alice",
-            "Send the supplier quote to alice@example.com by Friday.",
+            "The supplier quote is due on Friday.",
         ))
         .unwrap();
+    let mut second = turn(
+        "D2:1",
+        "alice",
+        "Send the supplier quote to alice@example.com.",
+    );
+    second.session = "s2".to_owned();
+    planner.remember(&second).unwrap();
     tick(&memory);
     let bob = contents(&memory, "bob", "planner", "supplier quote", View::Current);
-    assert!(bob.iter().any(|c| c.contains("[email]")), "{bob:?}");
+    assert!(bob.iter().any(|c| c.contains("Friday")), "{bob:?}");
     assert!(
         bob.iter().all(|c| !c.contains("alice@example.com")),
         "{bob:?}"
