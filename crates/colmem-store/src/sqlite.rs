@@ -474,6 +474,9 @@ impl SqliteStore {
         let digest = key.map(|_| batch_digest(user, agent, items, &cards));
         let mut found = HashMap::new();
         let receipt = self.write_tx(|tx, now| {
+            // Classes an attempt rolled back (a retry after busy) were never committed:
+            // a retry that replays a key must not cache them.
+            found.clear();
             if let Some(key) = key {
                 let seen: Option<(Vec<u8>, String)> = tx
                     .prepare_cached("SELECT digest, ids FROM idempotency WHERE key = ?1")?
