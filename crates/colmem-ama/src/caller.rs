@@ -2,10 +2,11 @@
 //! the access graph, with its read filter compiled once.
 
 use colmem_access::{
-    AccessError, AccessGraph, Context, Part, SystemPolicy, Tier, WritePolicySet, narrowest,
+    AccessError, AccessGraph, Context, Part, SystemPolicy, WritePolicySet, narrowest,
 };
 use colmem_core::{
-    AgentId, Draft, Forbidden, Fragment, Kind, NewFragment, ReadFilter, Scope, Timestamp, UserId,
+    AgentId, Draft, Forbidden, Fragment, Granularity, Kind, NewFragment, ReadFilter, Scope,
+    Timestamp, UserId,
 };
 
 use crate::error::Result;
@@ -113,10 +114,10 @@ impl<'a> Caller<'a> {
 
     /// `fragment` as the write policy lets it be written in its scope: its text
     /// transformed; its keywords without those the policy would change or, when it
-    /// changed the text, that are no word of what it wrote; its key dropped if the
-    /// policy would change it (a key names its subject, and a redacted name must not
-    /// stand in it). [`AccessError::Withheld`] if the policy blocks the text or
-    /// writes no such part.
+    /// changed the text, that are no word of what it wrote; its key (but a raw turn's
+    /// dialogue id) dropped if the policy would change it (a key names its subject,
+    /// and a redacted name must not stand in it). [`AccessError::Withheld`] if the
+    /// policy blocks the text or writes no such part.
     pub fn apply_policy(&self, mut fragment: NewFragment) -> Result<NewFragment> {
         let Some(policies) = self.policies else {
             return Ok(fragment);
@@ -141,7 +142,9 @@ impl<'a> Caller<'a> {
             &fragment.keywords,
         );
         fragment.content = written;
-        if let Some(key) = &fragment.key
+        // A raw turn's key is the dialogue id the system gave it, no content.
+        if fragment.granularity != Granularity::RawTurn
+            && let Some(key) = &fragment.key
             && policies.apply(user, agent, scope, key).text() != Some(key.as_str())
         {
             fragment.key = None;
@@ -149,29 +152,30 @@ impl<'a> Caller<'a> {
         Ok(fragment)
     }
 
-    /// The scope what is drawn from `context` (a turn and the turns the constructor
-    /// read it with) is kept in, when the agent's observations go to a shared scope
-    /// (its crew) and the write policy's shared part would change or withhold any of
-    /// these texts: the narrowest private scope within the shared one (`Agent` for a
-    /// crew, `User` for `Global`). A fact, an episode or a keyword drawn from such a
-    /// text can carry what the shared part removes in words no redaction of its own
-    /// text would catch, so nothing of it is shared. `None`: the default scope.
+    /// The private scope what is drawn from `context` (a turn and the turns the
+    /// constructor read it with, as their private parts) is kept in when the write
+    /// policy's shared part would change or withhold any of these texts: the
+    /// agent's default scope if private, else the private scope within it (`Agent`
+    /// within its crew). A fact, an episode or a keyword drawn from such a text can
+    /// carry what the shared part removes in words no redaction of its own text would
+    /// catch, so nothing of it is shared, nor a correction of a shared fact. `None`:
+    /// the shared part changes none of them.
     pub fn kept_private(&self, context: &[&str]) -> Result<Option<Scope>> {
         let Some(policies) = self.policies else {
             return Ok(None);
         };
-        let shared = self
-            .graph
-            .default_scope(self.agent(), Kind::Observation, self.now())?;
-        if Tier::of(shared) == Tier::Private {
-            return Ok(None);
-        }
         let (user, agent) = (self.user(), self.agent());
         let changed = context.iter().any(|text| {
-            policies.apply(user, agent, shared, text)
+            policies.apply(user, agent, Scope::Global, text)
                 != policies.apply(user, agent, Scope::User, text)
         });
-        Ok(changed.then(|| private_within(shared)))
+        if !changed {
+            return Ok(None);
+        }
+        let default = self
+            .graph
+            .default_scope(agent, Kind::Observation, self.now())?;
+        Ok(Some(private_within(default)))
     }
 }
 

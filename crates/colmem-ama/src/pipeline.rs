@@ -559,14 +559,25 @@ impl Pipeline {
                 ..Remembered::default()
             });
         }
-        // A turn the write policy would not keep even privately is not remembered:
-        // nothing is drawn from it, and no episode summarises it later.
-        if caller.policy_part(Scope::User, &turn.text).text().is_none() {
+        // The constructor reads the turn's private part (the mandatory redactions
+        // applied), so nothing drawn from it (a fact, a borrowed keyword, an
+        // episode's topic words) holds what they remove. A turn the write policy
+        // would not keep even privately is not remembered: nothing is drawn from it,
+        // and no episode summarises it later.
+        let Some(text) = caller
+            .policy_part(Scope::User, &turn.text)
+            .text()
+            .map(str::to_owned)
+        else {
             return Ok(Remembered {
                 withheld: 1,
                 ..Remembered::default()
             });
-        }
+        };
+        let turn = &TurnInput {
+            text,
+            ..turn.clone()
+        };
         let (construction, narrow) = {
             let mut open = self
                 .open_episodes
@@ -1104,12 +1115,15 @@ impl Pipeline {
         for scope in scopes {
             let olds: Vec<&Fragment> = olds.iter().filter(|f| f.scope == scope).collect();
             let mut draft = self.draft(memory, Granularity::Fact, turn);
-            // A turn kept private closes a shared stale fact with a private successor:
-            // its readers no longer read the stale fact, nor the new one.
-            draft.scope = narrow
-                .filter(|_| Tier::of(scope) != Tier::Private)
-                .map(|_| private_within(scope));
-            let new = caller.authorize_derived(&olds, draft)?;
+            // A turn kept private closes a shared stale fact with a private successor
+            // of the caller's own (it says what the turn says, nothing of the stale
+            // fact's): its readers no longer read the stale fact, nor the new one.
+            let new = if narrow.is_some() && Tier::of(scope) != Tier::Private {
+                draft.scope = Some(private_within(scope));
+                caller.authorize(draft)?
+            } else {
+                caller.authorize_derived(&olds, draft)?
+            };
             // A successor the policy withholds closes nothing: no version may say what
             // it would have said.
             let mut new = match caller.apply_policy(new) {

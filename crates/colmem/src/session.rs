@@ -101,10 +101,11 @@ impl<'m> Session<'m> {
 
     /// Remembers one interaction (a dialogue turn) through the AMA write path:
     /// raw turn, facts, an episode when one closes, profile entries, and updates of
-    /// stale facts, each through the write rule and the write policy. They go to
-    /// the agent's default scope (its crew, when it is in one) unless the policy's
-    /// shared part would change the turn or the open episode's turns: then they are
-    /// kept in the agent's private scope (see `docs/config.md`).
+    /// stale facts, each through the write rule and the write policy, built from
+    /// the turn's private part. They go to the agent's default scope (its crew,
+    /// when it is in one) unless the policy's shared part would change the turn or
+    /// the open episode's turns: then they are kept in the agent's private scope
+    /// (see `docs/config.md`).
     pub fn remember(&self, turn: &TurnInput) -> Result<Remembered> {
         self.remember_keyed(turn, None)
     }

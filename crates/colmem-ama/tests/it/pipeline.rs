@@ -3142,3 +3142,203 @@ fn what_the_policy_blocks_is_not_written() {
         assert!(erins.iter().all(|t| !t.contains(kept)), "{kept}: {erins:?}");
     }
 }
+
+/// A mandatory redaction holds in everything drawn from a turn, not only in its own
+/// text: the constructor reads the redacted turn, so a reply's borrowed keywords
+/// and an episode's topic words never hold the parts of a redacted address or name.
+#[test]
+fn a_mandatory_redaction_reaches_what_is_drawn_from_the_turn() {
+    let policies = WritePolicies {
+        mandatory: vec![
+            Redaction::Emails,
+            Redaction::Names(vec!["Ann Lee".to_owned()]),
+        ],
+        ..WritePolicies::default()
+    };
+    let (world, dana, erin, helper) = crew_of_two(policies);
+    world.say(
+        dana,
+        helper,
+        "D1:1",
+        "Dana",
+        "Is quill.zed@example.com still the address you have for me?",
+        "2023-01-05",
+    );
+    world.say(
+        dana,
+        helper,
+        "D1:2",
+        "Assistant",
+        "Yes, that one is on file.",
+        "2023-01-05",
+    );
+    world.dana_says(
+        dana,
+        helper,
+        &[(
+            "D1:3",
+            "Ann Lee is my dentist on Main Street.",
+            "2023-01-05",
+        )],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    world.pipeline.close_episode(&caller, "D1").unwrap();
+    for (u, who) in [(erin, "erin"), (dana, "dana")] {
+        let words: Vec<String> = texts_and_keywords(&world, u, helper)
+            .iter()
+            .flat_map(|t| {
+                t.to_lowercase()
+                    .split(|c: char| !c.is_alphanumeric())
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(words.iter().any(|w| w == "dentist"), "{who}: {words:?}");
+        for kept in ["quill", "zed", "ann", "lee"] {
+            assert!(!words.iter().any(|w| w == kept), "{who}, {kept}: {words:?}");
+        }
+    }
+}
+
+/// An agent whose own observations stay with the user may still correct a fact a
+/// team it is in holds: a turn the shared part would change closes that fact with a
+/// private successor, so the team never reads the correction.
+#[test]
+fn a_correction_the_policy_keeps_private_never_reaches_a_team() {
+    let mut policies = WritePolicies::default();
+    policies.system.shared.transforms = vec![Transform::Block {
+        pattern: "(?i)\\bmy address\\b".to_owned(),
+    }];
+    let (mut world, dana, helper) = one_pair();
+    let erin = UserId::new("erin").unwrap();
+    let team = colmem_core::GroupId::new("team").unwrap();
+    for change in [
+        AccessChange::Register {
+            principal: Principal::User(erin),
+        },
+        AccessChange::Grant {
+            edge: Edge::Invoke {
+                user: erin,
+                agent: helper,
+            },
+            until: None,
+        },
+        AccessChange::Register {
+            principal: Principal::Group(team, colmem_core::GroupKind::Team),
+        },
+        AccessChange::Grant {
+            edge: Edge::Member {
+                member: colmem_core::Member::Agent(helper),
+                group: team,
+            },
+            until: None,
+        },
+    ] {
+        world.log(change);
+    }
+    world.policies = Some(WritePolicySet::new(policies, PseudonymKey::new([7; 32])).unwrap());
+    let caller = world.caller(dana, helper).unwrap();
+    let mut home = Draft::new(
+        "Dana lives in Denver.",
+        Granularity::Fact,
+        Kind::Observation,
+    );
+    home.scope = Some(Scope::Group(team));
+    home.key = Some("dana/home".to_owned());
+    world
+        .pipeline
+        .write_drafts(&caller, vec![home], None)
+        .unwrap();
+    assert!(world.recalls_current_fact(erin, helper, "Denver"));
+    world.dana_says(
+        dana,
+        helper,
+        &[(
+            "D1:1",
+            "I live in Boston now and my address is 5 Elm Road.",
+            "2023-03-01",
+        )],
+    );
+    let erins = texts_and_keywords(&world, erin, helper);
+    assert!(erins.iter().all(|t| !t.contains("Elm")), "{erins:?}");
+    assert!(!world.recalls_current_fact(erin, helper, "Denver"));
+    assert!(world.recalls_current_fact(dana, helper, "Elm Road"));
+}
+
+/// A correction kept private may close a crew fact an agent wrote before it left
+/// the crew: the successor is the caller's own, so no former member reads it (the
+/// derived successor was refused as widening, and the turn failed each time).
+#[test]
+fn a_private_correction_closes_a_fact_of_an_agent_gone_from_the_crew() {
+    let (mut world, dana, erin, helper) = crew_of_two(WritePolicies::default());
+    let scribe = another_agent(&mut world, dana, "scribe");
+    let crew = colmem_core::GroupId::new("crew").unwrap();
+    let membership = Edge::Member {
+        member: colmem_core::Member::Agent(scribe),
+        group: crew,
+    };
+    world.log(AccessChange::Grant {
+        edge: membership,
+        until: None,
+    });
+    world.dana_says(
+        dana,
+        scribe,
+        &[("D1:1", "My flat is in Denver, near the park.", "2023-01-05")],
+    );
+    let crew_facts = |world: &World, u: UserId, a: AgentId| -> Vec<String> {
+        stored(world, u, a)
+            .into_iter()
+            .filter(|f| f.scope == Scope::Group(crew) && f.granularity == Granularity::Fact)
+            .map(|f| f.content)
+            .collect()
+    };
+    assert!(
+        crew_facts(&world, dana, helper)
+            .iter()
+            .any(|t| t.contains("Denver"))
+    );
+    world.log(AccessChange::Revoke { edge: membership });
+    world.dana_says(
+        dana,
+        helper,
+        &[(
+            "D2:1",
+            "I moved to Boston last week, mail me at dana@newmail.org.",
+            "2023-03-01",
+        )],
+    );
+    let crew = crew_facts(&world, dana, helper);
+    assert!(
+        crew.iter()
+            .all(|t| !t.contains("Denver") && !t.contains("Boston")),
+        "{crew:?}"
+    );
+    assert!(
+        texts_and_keywords(&world, erin, helper)
+            .iter()
+            .all(|t| !t.contains("Boston"))
+    );
+    assert!(world.recalls_current_fact(dana, helper, "Boston"));
+}
+
+/// A raw turn keeps its key (the dialogue id the system gave it) whatever the policy
+/// would make of it: replies, neighbours and retries find the turn by it.
+#[test]
+fn a_raw_turn_keeps_its_dialogue_id_under_a_policy() {
+    let (world, dana, erin, helper) = crew_of_two(WritePolicies::default());
+    world.say(
+        dana,
+        helper,
+        "conv-20240501-0930:4",
+        "Dana",
+        "I live in Oslo near the harbour.",
+        "2023-01-05",
+    );
+    let keys: Vec<Option<String>> = stored(&world, erin, helper)
+        .into_iter()
+        .filter(|f| f.granularity == Granularity::RawTurn)
+        .map(|f| f.key)
+        .collect();
+    assert_eq!(keys, vec![Some("turn:conv-20240501-0930:4".to_owned())]);
+}
