@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use colmem_access::{AccessGraph, Context, SystemPolicy};
+use colmem_access::{AccessGraph, Context, SystemPolicy, WritePolicySet};
 use colmem_ama::{Caller, Pipeline, RecallOptions};
 use colmem_core::{
     AccessChange, AccessEvent, AgentId, Clock, Draft, Fragment, FragmentId, Granularity, GroupId,
@@ -107,6 +107,7 @@ pub struct Collaboration {
     graph: AccessGraph,
     system: SystemPolicy,
     clock: Arc<dyn Clock>,
+    policies: Option<WritePolicySet>,
     agents: BTreeMap<AgentId, Specialist>,
     coordinator: Box<dyn Coordinator>,
     aggregator: Aggregator,
@@ -157,6 +158,7 @@ impl Collaboration {
             graph,
             system,
             clock,
+            policies: None,
             agents,
             coordinator,
             aggregator: Aggregator,
@@ -164,6 +166,14 @@ impl Collaboration {
             log: EventLog::new(),
             votes: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// This loop with write policies: every fragment it writes passes the policy's
+    /// part for its scope (a finding shared `Global` gets the shared part), and a
+    /// finding's keywords are drawn from the shared part of the query that led to it.
+    pub fn with_write_policies(mut self, policies: WritePolicySet) -> Self {
+        self.policies = Some(policies);
+        self
     }
 
     /// Applies an access change now (on the clock): appended to the store's event log, then
@@ -214,7 +224,11 @@ impl Collaboration {
 
     fn caller(&self, user: UserId, agent: AgentId) -> Result<Caller<'_>> {
         let context = Context::new(user, agent, self.clock.as_ref());
-        Ok(Caller::new(&self.graph, &self.system, context)?)
+        let caller = Caller::new(&self.graph, &self.system, context)?;
+        Ok(match &self.policies {
+            Some(policies) => caller.with_write_policies(policies),
+            None => caller,
+        })
     }
 
     /// Answers `query` for `user`: coordinator, memory first, tools, aggregation.
@@ -362,10 +376,17 @@ impl Collaboration {
         resource: ResourceId,
         query: &str,
     ) -> Result<Vec<FragmentId>> {
+        let scope = self.config.sharing.scope();
         let mut draft = Draft::new(finding.to_content(), Granularity::Fact, Kind::Observation);
-        draft.scope = Some(self.config.sharing.scope());
+        draft.scope = Some(scope);
         draft.resources.insert(resource);
-        draft.keywords = colmem_index::analyze(query);
+        // The query is the user's words: in the finding's scope, only as the write
+        // policy would write them there (none if it blocks them).
+        draft.keywords = caller
+            .policy_part(scope, query)
+            .text()
+            .map(colmem_index::analyze)
+            .unwrap_or_default();
         let written = self.pipeline.write_drafts(caller, vec![draft], None)?;
         self.log.record(Event::MemoryWrite {
             at: caller.now(),

@@ -195,6 +195,42 @@ fn memory_first_reuses_a_shared_finding_across_users() {
     assert!(report.returned > 0);
 }
 
+/// Under write policies a shared finding's keywords are drawn from the query as the
+/// shared part writes it: a query the shared part blocks gives none (its other words
+/// each pass the policy alone, and were kept).
+#[test]
+fn a_shared_findings_keywords_pass_the_write_policy() {
+    let w = world(Sharing::Shared);
+    let mut config = colmem_access::WritePolicies::default();
+    config.system.shared.transforms = vec![colmem_access::Transform::Block {
+        pattern: "(?i)confidential".to_owned(),
+    }];
+    let policies =
+        colmem_access::WritePolicySet::new(config, colmem_access::PseudonymKey::new([5; 32]))
+            .unwrap();
+    let collab = w.collab.with_write_policies(policies);
+    let first = collab
+        .ask(
+            user("alice"),
+            "Confidential: what is the credit rating of Valmora?",
+        )
+        .unwrap();
+    assert_eq!(first.answer.as_deref(), Some("AA"));
+    let written: Vec<colmem_core::FragmentId> = collab
+        .events()
+        .into_iter()
+        .flat_map(|e| match e {
+            Event::MemoryWrite { written, .. } => written,
+            _ => Vec::new(),
+        })
+        .collect();
+    assert_eq!(written.len(), 1);
+    let finding = collab.store().get(written[0]).unwrap();
+    assert_eq!(finding.scope, Scope::Global);
+    assert!(finding.content.contains("Valmora"), "{finding:?}");
+    assert!(finding.keywords.is_empty(), "{finding:?}");
+}
+
 #[test]
 fn isolated_memory_is_not_reused_by_another_user() {
     let w = world(Sharing::Isolated);
