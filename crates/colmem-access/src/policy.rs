@@ -237,8 +237,7 @@ impl std::fmt::Debug for PseudonymKey {
 /// configuration is loaded.
 #[derive(Clone, Debug)]
 pub struct WritePolicySet {
-    policies: WritePolicies,
-    /// Each level's parts compiled (the pairs in the order listed).
+    /// Each level's policy, compiled.
     compiled: Compiled,
     mandatory: Redactor,
     key: PseudonymKey,
@@ -249,12 +248,14 @@ struct Compiled {
     system: CompiledPolicy,
     agents: BTreeMap<AgentId, CompiledPolicy>,
     users: BTreeMap<UserId, CompiledPolicy>,
-    pairs: Vec<CompiledPolicy>,
+    /// In the order listed: the last one for a pair wins.
+    pairs: Vec<(UserId, AgentId, CompiledPolicy)>,
 }
 
-/// A policy's private and shared parts, compiled; `None` for a disabled part.
+/// A policy with its private and shared parts compiled; `None` for a disabled part.
 #[derive(Clone, Debug)]
 struct CompiledPolicy {
+    policy: WritePolicy,
     private: Option<Vec<Step>>,
     shared: Option<Vec<Step>>,
 }
@@ -269,6 +270,7 @@ impl CompiledPolicy {
             })
         };
         Ok(CompiledPolicy {
+            policy: policy.clone(),
             private: part(&policy.private)?,
             shared: part(&policy.shared)?,
         })
@@ -294,12 +296,11 @@ impl WritePolicySet {
             pairs: policies
                 .pairs
                 .iter()
-                .map(|pair| CompiledPolicy::new(&pair.policy))
+                .map(|pair| Ok((pair.user, pair.agent, CompiledPolicy::new(&pair.policy)?)))
                 .collect::<Result<_>>()?,
         };
         let mandatory = Redactor::new(&policies.mandatory)?;
         Ok(WritePolicySet {
-            policies,
             compiled,
             mandatory,
             key,
@@ -308,32 +309,20 @@ impl WritePolicySet {
 
     /// The policy for `(user, agent)`: the most specific level that has one.
     pub fn resolve(&self, user: UserId, agent: AgentId) -> (PolicyLevel, &WritePolicy) {
-        let p = &self.policies;
-        if let Some(pair) = p
+        let (level, compiled) = self.compiled(user, agent);
+        (level, &compiled.policy)
+    }
+
+    /// The policy for `(user, agent)`, compiled: a pair's (the last one listed for
+    /// it), else the user's, the agent's, the system's.
+    fn compiled(&self, user: UserId, agent: AgentId) -> (PolicyLevel, &CompiledPolicy) {
+        let c = &self.compiled;
+        let pair = c
             .pairs
             .iter()
             .rev()
-            .find(|p| p.user == user && p.agent == agent)
-        {
-            (PolicyLevel::Pair, &pair.policy)
-        } else if let Some(policy) = p.users.get(&user) {
-            (PolicyLevel::User, policy)
-        } else if let Some(policy) = p.agents.get(&agent) {
-            (PolicyLevel::Agent, policy)
-        } else {
-            (PolicyLevel::System, &p.system)
-        }
-    }
-
-    /// The compiled parts of the policy [`WritePolicySet::resolve`] chooses.
-    fn compiled(&self, user: UserId, agent: AgentId) -> (PolicyLevel, &CompiledPolicy) {
-        let c = &self.compiled;
-        let pair = self
-            .policies
-            .pairs
-            .iter()
-            .rposition(|p| p.user == user && p.agent == agent)
-            .and_then(|i| c.pairs.get(i));
+            .find(|(u, a, _)| *u == user && *a == agent)
+            .map(|(_, _, policy)| policy);
         if let Some(pair) = pair {
             (PolicyLevel::Pair, pair)
         } else if let Some(policy) = c.users.get(&user) {

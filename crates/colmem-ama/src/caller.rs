@@ -181,6 +181,6 @@ impl<'a> Caller<'a> {
 
 /// The widest private scope within `scope`: `scope` itself if private, `Agent`
 /// within a group, `User` within `Global`.
-pub(crate) fn private_within(scope: Scope) -> Scope {
+fn private_within(scope: Scope) -> Scope {
     narrowest([scope, Scope::User]).unwrap_or(Scope::Agent)
 }

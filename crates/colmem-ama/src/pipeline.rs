@@ -16,7 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use colmem_access::Tier;
+use colmem_access::narrowest;
 use colmem_core::{
     AgentId, Draft, Fragment, FragmentId, Granularity, Kind, NewFragment, Scope, Source, UserId,
     Validity, View,
@@ -27,7 +27,7 @@ use colmem_store::{Delete, FragmentStore, Interaction, ListQuery, Order, Superse
 use serde::{Deserialize, Serialize};
 
 use crate::answer::{Answer, Answerer, EvidenceSpan};
-use crate::caller::{Caller, private_within};
+use crate::caller::Caller;
 use crate::change::attributes;
 use crate::constructor::{
     Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput, episode_parts,
@@ -387,8 +387,9 @@ impl Pipeline {
         &self.config
     }
 
-    /// Applies the write rule to each draft, embeds them, writes them in one
-    /// transaction and returns their ids. Under `idempotency_key` (scoped to the
+    /// Applies the write rule and the caller's write policy to each draft (a draft
+    /// the policy withholds refuses the whole write: `AccessError::Withheld`),
+    /// embeds them, writes them in one transaction and returns their ids. Under `idempotency_key` (scoped to the
     /// caller's user) a retry, whenever made, returns the first call's ids if it
     /// asks for the same fragments (all but their times), and is
     /// refused as an `IdempotencyConflict` if not, or once what the first call
@@ -560,15 +561,22 @@ impl Pipeline {
             });
         }
         // The constructor reads the turn's private part (the mandatory redactions
-        // applied), so nothing drawn from it (a fact, a borrowed keyword, an
-        // episode's topic words) holds what they remove. A turn the write policy
-        // would not keep even privately is not remembered: nothing is drawn from it,
-        // and no episode summarises it later.
-        let Some(text) = caller
-            .policy_part(Scope::User, &turn.text)
-            .text()
-            .map(str::to_owned)
-        else {
+        // applied to its text and to the names of who speaks and listens), so nothing
+        // drawn from it (a fact, its key, a borrowed keyword, an episode's topic words)
+        // holds what they remove. A turn the write policy would not keep even
+        // privately is not remembered: nothing is drawn from it, and no episode
+        // summarises it later.
+        let private = |text: &str| {
+            caller
+                .policy_part(Scope::User, text)
+                .text()
+                .map(str::to_owned)
+        };
+        let (Some(text), Some(speaker), Some(listener)) = (
+            private(&turn.text),
+            private(&turn.speaker),
+            private(&turn.listener),
+        ) else {
             return Ok(Remembered {
                 withheld: 1,
                 ..Remembered::default()
@@ -576,9 +584,11 @@ impl Pipeline {
         };
         let turn = &TurnInput {
             text,
+            speaker,
+            listener,
             ..turn.clone()
         };
-        let (construction, narrow) = {
+        let (construction, mut context) = {
             let mut open = self
                 .open_episodes
                 .lock()
@@ -588,15 +598,25 @@ impl Pipeline {
                 .or_default();
             // The constructor reads the turn with the open episode's turns (a reply
             // borrows its question's words; an episode that closes now summarises
-            // them): a shared part that changes any of them keeps all private.
-            let context: Vec<&str> = buffer
-                .iter()
-                .map(|t| t.text.as_str())
-                .chain([turn.text.as_str()])
-                .collect();
-            let narrow = caller.kept_private(&context)?;
-            (self.roles.constructor.observe(turn, buffer)?, narrow)
+            // them).
+            let context: Vec<String> = buffer.iter().chain([turn]).map(said).collect();
+            (self.roles.constructor.observe(turn, buffer)?, context)
         };
+        // A shared part that changes any of them, or anything drawn from them, keeps
+        // all of it private.
+        for memory in construction
+            .raw
+            .iter()
+            .chain(&construction.facts)
+            .chain(&construction.profile)
+            .chain(&construction.episodes)
+        {
+            context.push(memory.content.clone());
+            context.extend(memory.key.clone());
+            context.extend(memory.keywords.iter().cloned());
+        }
+        let narrow =
+            caller.kept_private(&context.iter().map(String::as_str).collect::<Vec<_>>())?;
         let stored = self.config.store;
         let mut pending: Vec<Pending<'_>> = Vec::new();
         for (on, memories, granularity) in [
@@ -688,7 +708,9 @@ impl Pipeline {
         Ok(outcome)
     }
 
-    /// Summarises and writes the open episode of a session, if any.
+    /// Summarises and writes the open episode of a session, if any: in the agent's
+    /// private scope if the write policy's shared part would change one of its turns
+    /// or the summary; `None` if no turns were pending or the policy withholds it.
     pub fn close_episode(&self, caller: &Caller<'_>, session: &str) -> Result<Option<FragmentId>> {
         let (summary, narrow) = {
             let mut open = self
@@ -697,9 +719,11 @@ impl Pipeline {
                 .unwrap_or_else(PoisonError::into_inner);
             match open.get_mut(&(caller.user(), caller.agent(), session.to_owned())) {
                 Some(buffer) => {
-                    let context: Vec<&str> = buffer.iter().map(|t| t.text.as_str()).collect();
-                    let narrow = caller.kept_private(&context)?;
-                    (self.roles.constructor.close(buffer)?, narrow)
+                    let mut context: Vec<String> = buffer.iter().map(said).collect();
+                    let summary = self.roles.constructor.close(buffer)?;
+                    context.extend(summary.iter().map(|m| m.content.clone()));
+                    let context: Vec<&str> = context.iter().map(String::as_str).collect();
+                    (summary, caller.kept_private(&context)?)
                 }
                 None => (None, None),
             }
@@ -1115,14 +1139,21 @@ impl Pipeline {
         for scope in scopes {
             let olds: Vec<&Fragment> = olds.iter().filter(|f| f.scope == scope).collect();
             let mut draft = self.draft(memory, Granularity::Fact, turn);
-            // A turn kept private closes a shared stale fact with a private successor
-            // of the caller's own (it says what the turn says, nothing of the stale
-            // fact's): its readers no longer read the stale fact, nor the new one.
-            let new = if narrow.is_some() && Tier::of(scope) != Tier::Private {
-                draft.scope = Some(private_within(scope));
-                caller.authorize(draft)?
-            } else {
-                caller.authorize_derived(&olds, draft)?
+            // A turn kept private closes each stale fact with a successor in its own
+            // private scope, of the caller's own (it says what the turn says, nothing
+            // of the stale facts'): their other readers no longer read them, nor the
+            // new one. Closing them needs what any supersession needs: the caller
+            // could write a fragment of their scope.
+            let new = match narrow {
+                Some(narrow) => {
+                    let mut probe = Draft::new(String::new(), Granularity::Fact, Kind::Observation);
+                    probe.scope = Some(scope);
+                    caller.authorize(probe)?;
+                    draft.scope = narrowest([narrow, scope]);
+                    draft.source.parents = olds.iter().map(|f| f.id).collect();
+                    caller.authorize(draft)?
+                }
+                None => caller.authorize_derived(&olds, draft)?,
             };
             // A successor the policy withholds closes nothing: no version may say what
             // it would have said.
@@ -1408,6 +1439,11 @@ fn authorize_all(caller: &Caller<'_>, drafts: Vec<Draft>) -> Result<Vec<NewFragm
         .into_iter()
         .map(|d| caller.apply_policy(caller.authorize(d)?))
         .collect()
+}
+
+/// A turn as the raw-turn memory says it: "speaker: text".
+fn said(turn: &TurnInput) -> String {
+    format!("{}: {}", turn.speaker, turn.text)
 }
 
 /// Whether `e` is the write policy withholding a fragment.

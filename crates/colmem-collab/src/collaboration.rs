@@ -169,8 +169,9 @@ impl Collaboration {
     }
 
     /// This loop with write policies: every fragment it writes passes the policy's
-    /// part for its scope (a finding shared `Global` gets the shared part), and a
-    /// finding's keywords are drawn from the shared part of the query that led to it.
+    /// part for its scope (a finding shared `Global` gets the shared part, one kept
+    /// `User` the private part), its keywords are drawn from the query as that part
+    /// writes it, and a finding the policy withholds is answered but not remembered.
     pub fn with_write_policies(mut self, policies: WritePolicySet) -> Self {
         self.policies = Some(policies);
         self
@@ -387,7 +388,15 @@ impl Collaboration {
             .text()
             .map(colmem_index::analyze)
             .unwrap_or_default();
-        let written = self.pipeline.write_drafts(caller, vec![draft], None)?;
+        let written = match self.pipeline.write_drafts(caller, vec![draft], None) {
+            Ok(written) => written,
+            // The write policy keeps the finding out of its scope: the query is
+            // answered, and nothing is remembered.
+            Err(colmem_ama::Error::Access(colmem_access::AccessError::Withheld { .. })) => {
+                return Ok(Vec::new());
+            }
+            Err(e) => return Err(e.into()),
+        };
         self.log.record(Event::MemoryWrite {
             at: caller.now(),
             user: caller.user(),

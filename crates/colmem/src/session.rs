@@ -191,7 +191,8 @@ impl<'m> Session<'m> {
     }
 
     /// Closes the open episode of conversation session `session`, writing its
-    /// summary; `None` if no turns were pending.
+    /// summary through the write policy; `None` if no turns were pending or the
+    /// policy withholds the summary.
     pub fn close_episode(&self, session: &str) -> Result<Option<FragmentId>> {
         self.with_caller(|caller| {
             Ok(self

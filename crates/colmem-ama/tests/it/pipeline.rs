@@ -2931,9 +2931,21 @@ fn an_episode_holds_only_what_was_said_through_its_agent() {
 /// dana and erin both served by `helper`, which is in a crew: what it remembers for
 /// dana goes to the crew's scope, where erin's requests read it too.
 fn crew_of_two(policies: WritePolicies) -> (World, UserId, UserId, AgentId) {
+    let (world, dana, erin, helper, _) =
+        group_of_two(policies, "crew", colmem_core::GroupKind::Crew);
+    (world, dana, erin, helper)
+}
+
+/// dana and erin both served by `helper`, a member of group `name` of `kind`, with
+/// every caller under `policies`.
+fn group_of_two(
+    policies: WritePolicies,
+    name: &str,
+    kind: colmem_core::GroupKind,
+) -> (World, UserId, UserId, AgentId, colmem_core::GroupId) {
     let (mut world, dana, helper) = one_pair();
     let erin = UserId::new("erin").unwrap();
-    let crew = colmem_core::GroupId::new("crew").unwrap();
+    let group = colmem_core::GroupId::new(name).unwrap();
     for change in [
         AccessChange::Register {
             principal: Principal::User(erin),
@@ -2946,12 +2958,12 @@ fn crew_of_two(policies: WritePolicies) -> (World, UserId, UserId, AgentId) {
             until: None,
         },
         AccessChange::Register {
-            principal: Principal::Group(crew, colmem_core::GroupKind::Crew),
+            principal: Principal::Group(group, kind),
         },
         AccessChange::Grant {
             edge: Edge::Member {
                 member: colmem_core::Member::Agent(helper),
-                group: crew,
+                group,
             },
             until: None,
         },
@@ -2959,7 +2971,7 @@ fn crew_of_two(policies: WritePolicies) -> (World, UserId, UserId, AgentId) {
         world.log(change);
     }
     world.policies = Some(WritePolicySet::new(policies, PseudonymKey::new([7; 32])).unwrap());
-    (world, dana, erin, helper)
+    (world, dana, erin, helper, group)
 }
 
 /// Every text of `u`'s through `a` now, and every keyword beside them.
@@ -3209,34 +3221,8 @@ fn a_correction_the_policy_keeps_private_never_reaches_a_team() {
     policies.system.shared.transforms = vec![Transform::Block {
         pattern: "(?i)\\bmy address\\b".to_owned(),
     }];
-    let (mut world, dana, helper) = one_pair();
-    let erin = UserId::new("erin").unwrap();
-    let team = colmem_core::GroupId::new("team").unwrap();
-    for change in [
-        AccessChange::Register {
-            principal: Principal::User(erin),
-        },
-        AccessChange::Grant {
-            edge: Edge::Invoke {
-                user: erin,
-                agent: helper,
-            },
-            until: None,
-        },
-        AccessChange::Register {
-            principal: Principal::Group(team, colmem_core::GroupKind::Team),
-        },
-        AccessChange::Grant {
-            edge: Edge::Member {
-                member: colmem_core::Member::Agent(helper),
-                group: team,
-            },
-            until: None,
-        },
-    ] {
-        world.log(change);
-    }
-    world.policies = Some(WritePolicySet::new(policies, PseudonymKey::new([7; 32])).unwrap());
+    let (world, dana, erin, helper, team) =
+        group_of_two(policies, "team", colmem_core::GroupKind::Team);
     let caller = world.caller(dana, helper).unwrap();
     let mut home = Draft::new(
         "Dana lives in Denver.",
@@ -3341,4 +3327,124 @@ fn a_raw_turn_keeps_its_dialogue_id_under_a_policy() {
         .map(|f| f.key)
         .collect();
     assert_eq!(keys, vec![Some("turn:conv-20240501-0930:4".to_owned())]);
+}
+
+/// A turn kept private closes a stale fact only where any supersession may: the
+/// caller could write a fragment of its scope. A Global fact is closed by a global
+/// writer only (before, a private correction closed it for everyone).
+#[test]
+fn a_private_correction_closes_a_global_fact_only_as_a_global_writer() {
+    let mut policies = WritePolicies::default();
+    policies.system.shared.transforms = vec![Transform::Block {
+        pattern: "(?i)\\bmy address\\b".to_owned(),
+    }];
+    let (mut world, dana, _, helper) = crew_of_two(policies);
+    let oracle = another_agent(&mut world, dana, "oracle");
+    world.system = SystemPolicy {
+        global_writers: [oracle].into(),
+    };
+    let mut home = Draft::new(
+        "Dana lives in Denver.",
+        Granularity::Fact,
+        Kind::Observation,
+    );
+    home.scope = Some(Scope::Global);
+    home.key = Some("dana/home".to_owned());
+    let caller = world.caller(dana, oracle).unwrap();
+    world
+        .pipeline
+        .write_drafts(&caller, vec![home], None)
+        .unwrap();
+    let caller = world.caller(dana, helper).unwrap();
+    let err = world
+        .pipeline
+        .remember(
+            &caller,
+            &turn("D1:1", "I live in Boston now and my address is 5 Elm Road."),
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), colmem_core::ErrorKind::Forbidden, "{err}");
+    assert!(world.recalls_current_fact(dana, oracle, "Denver"));
+}
+
+/// What a turn kept private draws from it stays in the turn's private scope, even as
+/// the successor of a fact of a wider private scope: a correction through a crew
+/// agent of what dana told an agent outside the crew is not read through that one.
+#[test]
+fn a_private_correction_stays_with_the_agent_it_was_told() {
+    let (mut world, dana, _, helper) = crew_of_two(WritePolicies::default());
+    let solo = another_agent(&mut world, dana, "solo");
+    world.dana_says(
+        dana,
+        solo,
+        &[("D1:1", "My flat is in Denver, near the park.", "2023-01-05")],
+    );
+    world.dana_says(
+        dana,
+        helper,
+        &[(
+            "D2:1",
+            "I moved to Boston last week, mail me at dana@newmail.org.",
+            "2023-03-01",
+        )],
+    );
+    assert!(world.recalls_current_fact(dana, helper, "dana@newmail.org"));
+    let solos = texts_and_keywords(&world, dana, solo);
+    assert!(solos.iter().all(|t| !t.contains("newmail")), "{solos:?}");
+    let kept: Vec<Scope> = stored(&world, dana, helper)
+        .into_iter()
+        .filter(|f| f.content.contains("newmail"))
+        .map(|f| f.scope)
+        .collect();
+    assert!(
+        !kept.is_empty() && kept.iter().all(|s| *s == Scope::Agent),
+        "{kept:?}"
+    );
+}
+
+/// The shared part is checked against what is drawn from the turn too: a block of
+/// the speaker's name (which the raw turn and the facts carry, the turn's words do
+/// not) keeps the turn private rather than withheld everywhere.
+#[test]
+fn a_shared_part_that_changes_the_speakers_name_keeps_the_turn_private() {
+    let mut policies = WritePolicies::default();
+    policies.system.shared.transforms = vec![Transform::Block {
+        pattern: "(?i)\\bdana\\b".to_owned(),
+    }];
+    let (world, dana, erin, helper) = crew_of_two(policies);
+    world.dana_says(
+        dana,
+        helper,
+        &[("D1:1", "I live in Oslo near the harbour.", "2023-01-05")],
+    );
+    let danas = stored(&world, dana, helper);
+    assert!(
+        danas.iter().any(|f| f.content.contains("Oslo")),
+        "{danas:?}"
+    );
+    assert!(danas.iter().all(|f| f.scope == Scope::Agent), "{danas:?}");
+    assert!(stored(&world, erin, helper).is_empty());
+}
+
+/// A mandatory redaction of the speaker's name reaches the keys facts are found by
+/// the same way each time, so a move still replaces the old home.
+#[test]
+fn a_redacted_speaker_still_has_their_facts_replaced() {
+    let policies = WritePolicies {
+        mandatory: vec![Redaction::Names(vec!["Dana".to_owned()])],
+        ..WritePolicies::default()
+    };
+    let (world, dana, _, helper) = crew_of_two(policies);
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "My flat is in Denver, near the park.", "2023-01-05"),
+            ("D2:1", "I moved to Austin last week.", "2023-03-01"),
+        ],
+    );
+    assert!(world.recalls_current_fact(dana, helper, "Austin"));
+    assert!(!world.recalls_current_fact(dana, helper, "Denver"));
+    let texts = texts_and_keywords(&world, dana, helper);
+    assert!(texts.iter().all(|t| !t.contains("Dana")), "{texts:?}");
 }

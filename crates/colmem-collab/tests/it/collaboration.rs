@@ -231,6 +231,31 @@ fn a_shared_findings_keywords_pass_the_write_policy() {
     assert!(finding.keywords.is_empty(), "{finding:?}");
 }
 
+/// A finding the write policy withholds from its scope is answered, not remembered:
+/// the query does not fail after the tool has answered it.
+#[test]
+fn a_withheld_finding_is_answered_and_not_remembered() {
+    let w = world(Sharing::Shared);
+    let mut config = colmem_access::WritePolicies::default();
+    config.system.shared.transforms = vec![colmem_access::Transform::Block {
+        pattern: "(?i)valmora".to_owned(),
+    }];
+    let policies =
+        colmem_access::WritePolicySet::new(config, colmem_access::PseudonymKey::new([5; 32]))
+            .unwrap();
+    let collab = w.collab.with_write_policies(policies);
+    let outcome = collab
+        .ask(user("alice"), "What is the credit rating of Valmora?")
+        .unwrap();
+    assert_eq!(outcome.answer.as_deref(), Some("AA"));
+    assert!(
+        collab
+            .events()
+            .iter()
+            .all(|e| !matches!(e, Event::MemoryWrite { .. }))
+    );
+}
+
 #[test]
 fn isolated_memory_is_not_reused_by_another_user() {
     let w = world(Sharing::Isolated);
