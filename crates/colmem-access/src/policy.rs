@@ -399,6 +399,16 @@ impl WritePolicySet {
             .collect()
     }
 
+    /// A stable stand-in for a person's name the policy would change (a speaker
+    /// whose name a redaction removes): `person-` and twelve hex digits of the
+    /// name's hash (case folded) keyed with the set's key. Unlike the placeholder
+    /// a redaction writes, it tells people apart, so one person's facts are never
+    /// taken for another's.
+    pub fn name_pseudonym(&self, name: &str) -> String {
+        let hash = blake3::keyed_hash(&self.key.0, name.to_lowercase().as_bytes());
+        format!("person-{}", &hash.to_hex()[..12])
+    }
+
     fn apply_part(&self, steps: Option<&[Step]>, text: &str, users: &[UserId]) -> Part {
         let Some(steps) = steps else {
             return Part::Disabled;

@@ -104,11 +104,30 @@ impl<'a> Caller<'a> {
             .admits(&fragment.meta())
     }
 
+    /// Whether this caller writes under write policies.
+    pub(crate) fn has_write_policies(&self) -> bool {
+        self.policies.is_some()
+    }
+
     /// What the write policy makes of `text` written in `scope` for this caller.
     pub fn policy_part(&self, scope: Scope, text: &str) -> Part {
         match self.policies {
             Some(policies) => policies.apply(self.user(), self.agent(), scope, text),
             None => Part::Kept(text.to_owned()),
+        }
+    }
+
+    /// The name a person (a speaker, a listener) is written under: the name
+    /// itself, or its stable pseudonym ([`WritePolicySet::name_pseudonym`]) when the
+    /// private part would change it; `None` if the policy blocks it.
+    pub fn written_name(&self, name: &str) -> Option<String> {
+        let Some(policies) = self.policies else {
+            return Some(name.to_owned());
+        };
+        match policies.apply(self.user(), self.agent(), Scope::User, name) {
+            Part::Kept(kept) if kept == name => Some(kept),
+            Part::Kept(_) => Some(policies.name_pseudonym(name)),
+            Part::Blocked { .. } | Part::Disabled => None,
         }
     }
 

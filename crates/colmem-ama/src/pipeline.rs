@@ -561,9 +561,10 @@ impl Pipeline {
             });
         }
         // The constructor reads the turn's private part (the mandatory redactions
-        // applied to its text and to the names of who speaks and listens), so nothing
-        // drawn from it (a fact, its key, a borrowed keyword, an episode's topic words)
-        // holds what they remove. A turn the write policy would not keep even
+        // applied to its text; who speaks and listens under a stable pseudonym if
+        // their name would change), so nothing drawn from it (a fact, its key, a
+        // borrowed keyword, an episode's topic words) holds what they remove, and one
+        // person's facts are never taken for another's. A turn the write policy would not keep even
         // privately is not remembered: nothing is drawn from it, and no episode
         // summarises it later.
         let private = |text: &str| {
@@ -574,8 +575,8 @@ impl Pipeline {
         };
         let (Some(text), Some(speaker), Some(listener)) = (
             private(&turn.text),
-            private(&turn.speaker),
-            private(&turn.listener),
+            caller.written_name(&turn.speaker),
+            caller.written_name(&turn.listener),
         ) else {
             return Ok(Remembered {
                 withheld: 1,
@@ -588,7 +589,7 @@ impl Pipeline {
             listener,
             ..turn.clone()
         };
-        let (construction, mut context) = {
+        let (construction, buffered) = {
             let mut open = self
                 .open_episodes
                 .lock()
@@ -599,24 +600,30 @@ impl Pipeline {
             // The constructor reads the turn with the open episode's turns (a reply
             // borrows its question's words; an episode that closes now summarises
             // them).
-            let context: Vec<String> = buffer.iter().chain([turn]).map(said).collect();
-            (self.roles.constructor.observe(turn, buffer)?, context)
+            let buffered: Vec<String> = if caller.has_write_policies() {
+                buffer.iter().map(said).collect()
+            } else {
+                Vec::new()
+            };
+            (self.roles.constructor.observe(turn, buffer)?, buffered)
         };
         // A shared part that changes any of them, or anything drawn from them, keeps
         // all of it private.
-        for memory in construction
-            .raw
-            .iter()
-            .chain(&construction.facts)
-            .chain(&construction.profile)
-            .chain(&construction.episodes)
-        {
-            context.push(memory.content.clone());
-            context.extend(memory.key.clone());
-            context.extend(memory.keywords.iter().cloned());
+        let mut context: Vec<&str> = buffered.iter().map(String::as_str).collect();
+        if caller.has_write_policies() {
+            for memory in construction
+                .raw
+                .iter()
+                .chain(&construction.facts)
+                .chain(&construction.profile)
+                .chain(&construction.episodes)
+            {
+                context.push(&memory.content);
+                context.extend(memory.key.as_deref());
+                context.extend(memory.keywords.iter().map(String::as_str));
+            }
         }
-        let narrow =
-            caller.kept_private(&context.iter().map(String::as_str).collect::<Vec<_>>())?;
+        let narrow = caller.kept_private(&context)?;
         let stored = self.config.store;
         let mut pending: Vec<Pending<'_>> = Vec::new();
         for (on, memories, granularity) in [

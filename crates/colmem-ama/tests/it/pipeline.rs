@@ -3448,3 +3448,57 @@ fn a_redacted_speaker_still_has_their_facts_replaced() {
     let texts = texts_and_keywords(&world, dana, helper);
     assert!(texts.iter().all(|t| !t.contains("Dana")), "{texts:?}");
 }
+
+/// Redacted names stay apart: each speaker is written under a pseudonym of their own
+/// (the redaction's placeholder would make them one person), so one person's move or
+/// a friend's never closes another's home.
+#[test]
+fn redacted_people_are_never_taken_for_one_another() {
+    for (names, turns) in [
+        (
+            vec!["Caroline", "Melanie"],
+            [
+                ("Caroline", "My flat is in Denver, near the park."),
+                ("Melanie", "I moved to Austin last week."),
+            ],
+        ),
+        (
+            vec!["Dana", "Zoltan"],
+            [
+                ("Dana", "My flat is in Denver, near the park."),
+                ("Dana", "My friend Zoltan moved to Austin last week."),
+            ],
+        ),
+    ] {
+        let policies = WritePolicies {
+            mandatory: vec![Redaction::Names(
+                names.iter().map(|n| (*n).to_owned()).collect(),
+            )],
+            ..WritePolicies::default()
+        };
+        let (world, dana, _, helper) = crew_of_two(policies);
+        for (i, (speaker, text)) in turns.iter().enumerate() {
+            world.say(
+                dana,
+                helper,
+                &format!("D1:{}", i + 1),
+                speaker,
+                text,
+                "2023-01-05",
+            );
+        }
+        assert!(
+            world.recalls_current_fact(dana, helper, "Denver"),
+            "{names:?}: {:?}",
+            stored_texts(&world, dana, helper)
+        );
+        let texts = texts_and_keywords(&world, dana, helper);
+        for name in &names {
+            let lower = name.to_lowercase();
+            assert!(
+                texts.iter().all(|t| !t.to_lowercase().contains(&lower)),
+                "{name}: {texts:?}"
+            );
+        }
+    }
+}
