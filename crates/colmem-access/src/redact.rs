@@ -24,7 +24,8 @@ use crate::error::{AccessError, Result};
 pub enum Redaction {
     /// E-mail addresses.
     Emails,
-    /// Telephone numbers: 7 to 15 digits in the usual groupings; ISO dates are left alone.
+    /// Telephone numbers: 7 to 15 digits in the usual groupings; dates (ISO, with an
+    /// hour, or day.month.year) and ranges or lists of years are left alone.
     Phones,
     /// Card-like numbers: 13 to 19 digits, optionally grouped by spaces or dashes.
     CardNumbers,
@@ -56,9 +57,15 @@ static PHONE: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("constant pattern") // invariant: a constant, valid pattern
 });
+/// Digit runs shaped like dates and years rather than numbers to call: an ISO date
+/// (with its hour), a day.month.year date, a range or list of years.
 #[allow(clippy::expect_used)]
-static ISO_DATE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\d{4}-\d{2}-\d{2}$").expect("constant pattern")); // invariant: a constant, valid pattern
+static DATE_LIKE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2})?|\d{1,2}[./]\d{1,2}[./]\d{4}|(?:19|20)\d{2}(?:\s*[-,/]?\s*(?:19|20)\d{2})+)$",
+    )
+    .expect("constant pattern") // invariant: a constant, valid pattern
+});
 #[allow(clippy::expect_used)]
 static CARD: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\d(?:[ \-]?\d){12,18}").expect("constant pattern")); // invariant: a constant, valid pattern
@@ -186,7 +193,7 @@ impl Redactor {
                 Redaction::Phones => spans.extend(
                     accepted(&PHONE, text, |m| {
                         (7..=15).contains(&digit_count(m.as_str()))
-                            && !ISO_DATE.is_match(m.as_str())
+                            && !DATE_LIKE.is_match(m.as_str())
                             && standalone(text, m.start(), m.end())
                     })
                     .into_iter()
@@ -295,6 +302,11 @@ mod tests {
             "the year 2023",
             "order #12345",
             "version 1.2.3",
+            "at 2026-03-01 10:30 sharp",
+            "born 05.03.2026",
+            "from 2019-2023 and 2019 - 2023",
+            "in 2019 2020 2021",
+            "on 12/10/2024",
         ] {
             assert_eq!(redact(&all(), text), text);
         }
