@@ -200,6 +200,17 @@ impl Part {
             _ => None,
         }
     }
+
+    /// The text of a part to be written in `scope`, or [`AccessError::Withheld`]
+    /// saying why the policy keeps it out.
+    pub fn kept_in(self, scope: Scope) -> Result<String> {
+        let reason = match self {
+            Part::Kept(text) => return Ok(text),
+            Part::Blocked { pattern } => format!("it matches the block pattern {pattern:?}"),
+            Part::Disabled => "the policy writes no part of this kind".to_owned(),
+        };
+        Err(AccessError::Withheld { scope, reason })
+    }
 }
 
 /// One interaction split by policy.

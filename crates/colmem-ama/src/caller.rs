@@ -1,9 +1,7 @@
 //! The request context every pipeline call runs in: `(user, agent, now)` checked against
 //! the access graph, with its read filter compiled once.
 
-use colmem_access::{
-    AccessError, AccessGraph, Context, Part, SystemPolicy, WritePolicySet, narrowest,
-};
+use colmem_access::{AccessGraph, Context, Part, SystemPolicy, WritePolicySet, narrowest};
 use colmem_core::{
     AgentId, Draft, Forbidden, Fragment, Granularity, Kind, NewFragment, ReadFilter, Scope,
     Timestamp, UserId,
@@ -135,23 +133,16 @@ impl<'a> Caller<'a> {
     /// transformed; its keywords without those the policy would change or, when it
     /// changed the text, that are no word of what it wrote; its key (but a raw turn's
     /// dialogue id) dropped if the policy would change it (a key names its subject,
-    /// and a redacted name must not stand in it). [`AccessError::Withheld`] if the
+    /// and a redacted name must not stand in it). [`colmem_access::AccessError::Withheld`] if the
     /// policy blocks the text or writes no such part.
     pub fn apply_policy(&self, mut fragment: NewFragment) -> Result<NewFragment> {
         let Some(policies) = self.policies else {
             return Ok(fragment);
         };
         let (user, agent, scope) = (self.user(), self.agent(), fragment.scope);
-        let withheld = |reason: String| AccessError::Withheld { scope, reason };
-        let written = match policies.apply(user, agent, scope, &fragment.content) {
-            Part::Kept(text) => text,
-            Part::Blocked { pattern } => {
-                return Err(withheld(format!("it matches the block pattern {pattern:?}")).into());
-            }
-            Part::Disabled => {
-                return Err(withheld("the policy writes no part of this kind".to_owned()).into());
-            }
-        };
+        let written = policies
+            .apply(user, agent, scope, &fragment.content)
+            .kept_in(scope)?;
         fragment.keywords = policies.keywords(
             user,
             agent,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use colmem_access::{AccessGraph, Context, Part, SystemPolicy, WritePolicySet};
+use colmem_access::{AccessGraph, Context, SystemPolicy, WritePolicySet};
 use colmem_core::{
     CardEdge, CardFields, CardRelation, Draft, Embedding, FragmentId, Granularity, Kind,
     ReadFilter, Scope,
@@ -168,17 +168,7 @@ impl Writer<'_> {
             return Ok(draft.clone());
         };
         let (user, agent) = (self.ctx.user(), self.ctx.agent());
-        let apply = |text: &str| match policies.apply(user, agent, scope, text) {
-            Part::Kept(text) => Ok(text),
-            Part::Blocked { pattern } => Err(colmem_access::AccessError::Withheld {
-                scope,
-                reason: format!("a section matches the block pattern {pattern:?}"),
-            }),
-            Part::Disabled => Err(colmem_access::AccessError::Withheld {
-                scope,
-                reason: "the policy writes no part of this kind".to_owned(),
-            }),
-        };
+        let apply = |text: &str| policies.apply(user, agent, scope, text).kept_in(scope);
         let f = &draft.fields;
         let fields = CardFields {
             task: apply(&f.task)?,
