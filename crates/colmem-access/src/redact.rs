@@ -61,9 +61,11 @@ static PHONE: LazyLock<Regex> = LazyLock::new(|| {
 /// (with its hour), a day.month.year date, a range or list of years.
 #[allow(clippy::expect_used)]
 static DATE_LIKE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^(?:\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2})?|\d{1,2}[./]\d{1,2}[./]\d{4}|(?:19|20)\d{2}(?:\s*[-,/]?\s*(?:19|20)\d{2})+)$",
-    )
+    Regex::new(concat!(
+        r"^(?:\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2})?",
+        r"|\d{1,2}[./]\d{1,2}[./]\d{4}",
+        r"|(?:19|20)\d{2}(?:\s*[-,/]?\s*(?:19|20)\d{2})+)$",
+    ))
     .expect("constant pattern") // invariant: a constant, valid pattern
 });
 #[allow(clippy::expect_used)]

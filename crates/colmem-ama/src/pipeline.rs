@@ -389,11 +389,11 @@ impl Pipeline {
 
     /// Applies the write rule and the caller's write policy to each draft (a draft
     /// the policy withholds refuses the whole write: `AccessError::Withheld`),
-    /// embeds them, writes them in one transaction and returns their ids. Under `idempotency_key` (scoped to the
-    /// caller's user) a retry, whenever made, returns the first call's ids if it
-    /// asks for the same fragments (all but their times), and is
-    /// refused as an `IdempotencyConflict` if not, or once what the first call
-    /// wrote was purged.
+    /// embeds them, writes them in one transaction and returns their ids. Under
+    /// `idempotency_key` (scoped to the caller's user) a retry, whenever made,
+    /// returns the first call's ids if it asks for the same fragments (all but their
+    /// times), and is refused as an `IdempotencyConflict` if not, or once what the
+    /// first call wrote was purged.
     pub fn write_drafts(
         &self,
         caller: &Caller<'_>,
@@ -564,9 +564,9 @@ impl Pipeline {
         // applied to its text; who speaks and listens under a stable pseudonym if
         // their name would change), so nothing drawn from it (a fact, its key, a
         // borrowed keyword, an episode's topic words) holds what they remove, and one
-        // person's facts are never taken for another's. A turn the write policy would not keep even
-        // privately is not remembered: nothing is drawn from it, and no episode
-        // summarises it later.
+        // person's facts are never taken for another's. A turn the write policy would
+        // not keep even privately is not remembered: nothing is drawn from it, and no
+        // episode summarises it later.
         let private = |text: &str| {
             caller
                 .policy_part(Scope::User, text)
