@@ -2974,6 +2974,24 @@ fn group_of_two(
     (world, dana, erin, helper, group)
 }
 
+/// Write policies whose private and shared parts each block a pattern, if given.
+fn blocking(private: Option<&str>, shared: Option<&str>) -> WritePolicies {
+    let block = |pattern: Option<&str>| {
+        pattern
+            .map(|p| Transform::Block {
+                pattern: p.to_owned(),
+            })
+            .into_iter()
+            .collect()
+    };
+    let mut policies = WritePolicies::default();
+    policies.system.private.transforms = block(private);
+    if shared.is_some() {
+        policies.system.shared.transforms = block(shared);
+    }
+    policies
+}
+
 /// Every text of `u`'s through `a` now, and every keyword beside them.
 fn texts_and_keywords(world: &World, u: UserId, a: AgentId) -> Vec<String> {
     stored(world, u, a)
@@ -3083,13 +3101,7 @@ fn a_crew_agents_update_passes_the_policy_too() {
 /// private, with the reply that borrows its words.
 #[test]
 fn what_the_policy_blocks_is_not_written() {
-    let mut policies = WritePolicies::default();
-    policies.system.private.transforms = vec![Transform::Block {
-        pattern: "(?i)password".to_owned(),
-    }];
-    policies.system.shared.transforms = vec![Transform::Block {
-        pattern: "(?i)merger".to_owned(),
-    }];
+    let policies = blocking(Some("(?i)password"), Some("(?i)merger"));
     let (world, dana, erin, helper) = crew_of_two(policies);
     let caller = world.caller(dana, helper).unwrap();
     let mut private = Draft::new(
@@ -3217,10 +3229,7 @@ fn a_mandatory_redaction_reaches_what_is_drawn_from_the_turn() {
 /// private successor, so the team never reads the correction.
 #[test]
 fn a_correction_the_policy_keeps_private_never_reaches_a_team() {
-    let mut policies = WritePolicies::default();
-    policies.system.shared.transforms = vec![Transform::Block {
-        pattern: "(?i)\\bmy address\\b".to_owned(),
-    }];
+    let policies = blocking(None, Some("(?i)\\bmy address\\b"));
     let (world, dana, erin, helper, team) =
         group_of_two(policies, "team", colmem_core::GroupKind::Team);
     let caller = world.caller(dana, helper).unwrap();
@@ -3334,10 +3343,7 @@ fn a_raw_turn_keeps_its_dialogue_id_under_a_policy() {
 /// writer only (before, a private correction closed it for everyone).
 #[test]
 fn a_private_correction_closes_a_global_fact_only_as_a_global_writer() {
-    let mut policies = WritePolicies::default();
-    policies.system.shared.transforms = vec![Transform::Block {
-        pattern: "(?i)\\bmy address\\b".to_owned(),
-    }];
+    let policies = blocking(None, Some("(?i)\\bmy address\\b"));
     let (mut world, dana, _, helper) = crew_of_two(policies);
     let oracle = another_agent(&mut world, dana, "oracle");
     world.system = SystemPolicy {
@@ -3407,10 +3413,7 @@ fn a_private_correction_stays_with_the_agent_it_was_told() {
 /// not) keeps the turn private rather than withheld everywhere.
 #[test]
 fn a_shared_part_that_changes_the_speakers_name_keeps_the_turn_private() {
-    let mut policies = WritePolicies::default();
-    policies.system.shared.transforms = vec![Transform::Block {
-        pattern: "(?i)\\bdana\\b".to_owned(),
-    }];
+    let policies = blocking(None, Some("(?i)\\bdana\\b"));
     let (world, dana, erin, helper) = crew_of_two(policies);
     world.dana_says(
         dana,
