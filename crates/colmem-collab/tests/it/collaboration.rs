@@ -195,20 +195,24 @@ fn memory_first_reuses_a_shared_finding_across_users() {
     assert!(report.returned > 0);
 }
 
+/// The shared loop under write policies whose shared part blocks `pattern`.
+fn shared_blocking(pattern: &str) -> Collaboration {
+    let mut config = colmem_access::WritePolicies::default();
+    config.system.shared.transforms = vec![colmem_access::Transform::Block {
+        pattern: pattern.to_owned(),
+    }];
+    let policies =
+        colmem_access::WritePolicySet::new(config, colmem_access::PseudonymKey::new([5; 32]))
+            .unwrap();
+    world(Sharing::Shared).collab.with_write_policies(policies)
+}
+
 /// Under write policies a shared finding's keywords are drawn from the query as the
 /// shared part writes it: a query the shared part blocks gives none (its other words
 /// each pass the policy alone, and were kept).
 #[test]
 fn a_shared_findings_keywords_pass_the_write_policy() {
-    let w = world(Sharing::Shared);
-    let mut config = colmem_access::WritePolicies::default();
-    config.system.shared.transforms = vec![colmem_access::Transform::Block {
-        pattern: "(?i)confidential".to_owned(),
-    }];
-    let policies =
-        colmem_access::WritePolicySet::new(config, colmem_access::PseudonymKey::new([5; 32]))
-            .unwrap();
-    let collab = w.collab.with_write_policies(policies);
+    let collab = shared_blocking("(?i)confidential");
     let first = collab
         .ask(
             user("alice"),
@@ -235,15 +239,7 @@ fn a_shared_findings_keywords_pass_the_write_policy() {
 /// the query does not fail after the tool has answered it.
 #[test]
 fn a_withheld_finding_is_answered_and_not_remembered() {
-    let w = world(Sharing::Shared);
-    let mut config = colmem_access::WritePolicies::default();
-    config.system.shared.transforms = vec![colmem_access::Transform::Block {
-        pattern: "(?i)valmora".to_owned(),
-    }];
-    let policies =
-        colmem_access::WritePolicySet::new(config, colmem_access::PseudonymKey::new([5; 32]))
-            .unwrap();
-    let collab = w.collab.with_write_policies(policies);
+    let collab = shared_blocking("(?i)valmora");
     let outcome = collab
         .ask(user("alice"), "What is the credit rating of Valmora?")
         .unwrap();
