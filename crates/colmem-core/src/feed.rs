@@ -26,6 +26,10 @@ pub struct Change {
     pub fragment: FragmentId,
     /// What changed.
     pub op: ChangeOp,
+    /// A random number the store drew for this change. A store and its backups agree
+    /// on it; another store, or a backup written on after it was restored, almost
+    /// surely does not. An index checks it to know its snapshot follows this store.
+    pub stamp: u64,
 }
 
 /// A fragment as an index needs it: the record and its embedding, if any.

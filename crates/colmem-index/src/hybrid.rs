@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use colmem_core::{
-    ChangeFeed, ChangeOp, FragmentId, FragmentMeta, Granularity, ReadFilter, StoredFragment,
+    Change, ChangeFeed, ChangeOp, FragmentId, FragmentMeta, Granularity, ReadFilter, StoredFragment,
 };
 use roaring::RoaringTreemap;
 
@@ -250,6 +250,8 @@ struct State {
     granularity: GranularityPostings,
     partitions: Partitions,
     seq: u64,
+    /// The stamp of change `seq` (0 before any change).
+    stamp: u64,
     embedder: Option<String>,
 }
 
@@ -323,6 +325,7 @@ impl HybridIndex {
                 granularity: GranularityPostings::default(),
                 partitions: Partitions::default(),
                 seq: 0,
+                stamp: 0,
                 embedder,
             }),
         }
@@ -340,15 +343,11 @@ impl HybridIndex {
     ) -> Result<(Self, OpenReport)> {
         let mut index = HybridIndex::new(vector, lexical, config);
         index.dir = Some(dir.to_path_buf());
-        let rebuild_reason = match index.restore(dir) {
-            Ok(()) => None,
-            Err(reason) => {
-                index.reset()?;
-                Some(reason)
-            }
-        };
-        if index.seq() > feed.head()? {
-            // The store is older than the snapshot (restored from a backup): start over.
+        let mut rebuild_reason = index.restore(dir).err();
+        if rebuild_reason.is_none() {
+            rebuild_reason = index.strays_from(feed)?;
+        }
+        if rebuild_reason.is_some() {
             index.reset()?;
         }
         let catch_up = index.catch_up(feed)?;
@@ -369,6 +368,33 @@ impl HybridIndex {
 
     fn write(&self) -> RwLockWriteGuard<'_, State> {
         self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Why the restored snapshot is not of `feed`'s history, if it is not: the change
+    /// it applied last must be the feed's change of that sequence, stamp and all. A
+    /// snapshot made from another store would hold that store's fragments under ids
+    /// this store gives to others, with their access, and miss this store's changes.
+    fn strays_from(&self, feed: &dyn ChangeFeed) -> Result<Option<String>> {
+        let (seq, stamp) = {
+            let state = self.read();
+            (state.seq, state.stamp)
+        };
+        if seq == 0 {
+            return Ok(None);
+        }
+        let found = feed.changes_after(seq - 1, 1)?.into_iter().next();
+        Ok(match found {
+            Some(change) if change.seq == seq && change.stamp == stamp => None,
+            Some(change) if change.seq == seq => Some(format!(
+                "the store's change {seq} is not the one the snapshot applied last: the \
+                 snapshot was made from another store, or from this one before a backup \
+                 of it was restored and written on"
+            )),
+            _ => Some(format!(
+                "the store has no change {seq}, the last the snapshot applied: the store \
+                 is older than the snapshot (restored from a backup?)"
+            )),
+        })
     }
 
     /// Loads the current snapshot; the error says why it cannot be used.
@@ -420,6 +446,7 @@ impl HybridIndex {
         state.granularity = granularity;
         state.partitions = partitions;
         state.seq = manifest.seq;
+        state.stamp = manifest.stamp;
         state.embedder = self.config.embedder.clone().or(manifest.embedder);
         Ok(())
     }
@@ -435,6 +462,7 @@ impl HybridIndex {
         state.granularity = GranularityPostings::default();
         state.partitions.clear();
         state.seq = 0;
+        state.stamp = 0;
         state.embedder = self.config.embedder.clone();
         Ok(())
     }
@@ -481,6 +509,7 @@ impl HybridIndex {
         let manifest = Manifest {
             format: snapshot::FORMAT,
             seq: state.seq,
+            stamp: state.stamp,
             embedder: state.embedder.clone(),
             dim: self.vector.dim(),
             vector_backend: self.vector.name().to_owned(),
@@ -532,7 +561,10 @@ impl HybridIndex {
         };
         loop {
             let changes = feed.changes_after(report.seq, CATCH_UP_BATCH)?;
-            let Some(last) = changes.last().map(|c| c.seq) else {
+            let Some(&Change {
+                seq: last, stamp, ..
+            }) = changes.last()
+            else {
                 break;
             };
             report.changes += changes.len();
@@ -581,7 +613,11 @@ impl HybridIndex {
                 }
             }
             self.apply_batch(&mut report, batch)?;
-            self.write().seq = last;
+            {
+                let mut state = self.write();
+                state.seq = last;
+                state.stamp = stamp;
+            }
             report.seq = last;
         }
         Ok(report)

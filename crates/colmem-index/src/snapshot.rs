@@ -1,5 +1,5 @@
 //! On-disk snapshots of a hybrid index: a directory of backend files plus a
-//! manifest with the last applied change sequence, the embedder id and a
+//! manifest with the last applied change sequence and its stamp, the embedder id and a
 //! blake3 hash of every file, so a missing, truncated or damaged file is
 //! detected on open and the index is rebuilt instead of trusted.
 
@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 
 /// The snapshot format; bump it when the layout or the lexical analyzer changes (old
 /// snapshots are rebuilt).
-pub(crate) const FORMAT: u32 = 4;
+pub(crate) const FORMAT: u32 = 5;
 const MANIFEST: &str = "manifest.json";
 pub(crate) const CURRENT: &str = "current";
 const NEXT: &str = "next";
@@ -23,6 +23,10 @@ const OLD: &str = "old";
 pub(crate) struct Manifest {
     pub format: u32,
     pub seq: u64,
+    /// The stamp of change `seq` in the store the snapshot follows (0 at seq 0). Absent
+    /// in manifests of older formats, which are rebuilt.
+    #[serde(default)]
+    pub stamp: u64,
     pub embedder: Option<String>,
     pub dim: usize,
     pub vector_backend: String,

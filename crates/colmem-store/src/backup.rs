@@ -149,6 +149,21 @@ mod tests {
             "kept in the copy"
         );
         assert_eq!(copy.head().unwrap(), 1, "one change in the copy");
+        // The copy's change is the store's, stamp and all; another store's first
+        // change, of the same write, is not.
+        let first = |s: &SqliteStore| s.changes_after(0, 1).unwrap()[0];
+        assert_eq!(first(&copy), first(&store));
+        let other = SqliteStore::open(dir.path().join("b.db"), StoreConfig::default()).unwrap();
+        other
+            .write(&Interaction {
+                user,
+                agent,
+                fragments: vec![fragment(user, agent, "kept in the copy")],
+                idempotency_key: None,
+            })
+            .unwrap();
+        assert_eq!(first(&other).fragment, first(&store).fragment);
+        assert_ne!(first(&other).stamp, first(&store).stamp);
         assert!(matches!(
             copy.verify_audit().unwrap(),
             AuditStatus::Intact { entries: 1, .. }

@@ -220,6 +220,19 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE access_events ADD COLUMN recorded INTEGER;
     CREATE INDEX access_events_recorded ON access_events (recorded);
     "#,
+    // 5: a random stamp on each change, so an index can tell that its snapshot was
+    // made from this store's history (a backup keeps the stamps) and not from another
+    // store's, or from a backup's written on after it was restored. The trigger
+    // stamps every change however it is inserted; changes made before this migration
+    // get theirs now.
+    r#"
+    ALTER TABLE changes ADD COLUMN stamp INTEGER NOT NULL DEFAULT 0;
+    UPDATE changes SET stamp = random();
+    CREATE TRIGGER changes_stamp AFTER INSERT ON changes
+    BEGIN
+        UPDATE changes SET stamp = random() WHERE seq = NEW.seq;
+    END;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -286,6 +299,8 @@ pub(crate) fn migrate_to(conn: &mut Connection, target: i64, now_ms: i64) -> Res
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     #[test]
@@ -300,6 +315,29 @@ mod tests {
             .query_row("SELECT count(*) FROM schema_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(rows, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn every_change_gets_a_random_stamp() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate_to(&mut conn, 4, 0).unwrap();
+        conn.execute_batch(
+            "INSERT INTO changes (fragment, op) VALUES (1, 'put'), (2, 'put'), (1, 'meta')",
+        )
+        .unwrap();
+        migrate_to(&mut conn, SCHEMA_VERSION, 0).unwrap();
+        // And every change made after it, however it is inserted.
+        conn.execute_batch("INSERT INTO changes (fragment, op) VALUES (3, 'put'), (3, 'delete')")
+            .unwrap();
+        let stamps: BTreeSet<i64> = conn
+            .prepare("SELECT stamp FROM changes")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(stamps.len(), 5, "{stamps:?}");
+        assert!(!stamps.contains(&0), "{stamps:?}");
     }
 
     #[test]

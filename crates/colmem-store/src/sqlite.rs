@@ -1718,22 +1718,25 @@ impl ChangeFeed for SqliteStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let changes = self.read(|conn| {
             let mut stmt = conn.prepare_cached(
-                "SELECT seq, fragment, op FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                "SELECT seq, fragment, op, stamp FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
             )?;
             let rows = stmt.query_map(params![after, limit], |row| {
                 Ok((
                     row.get::<_, i64>(0)?,
                     row.get::<_, i64>(1)?,
                     row.get::<_, String>(2)?,
+                    row.get::<_, i64>(3)?,
                 ))
             })?;
             let mut out = Vec::new();
             for row in rows {
-                let (seq, fragment, op) = row?;
+                let (seq, fragment, op, stamp) = row?;
                 out.push(Change {
                     seq: u64::try_from(seq).map_err(|_| Error::corrupt("negative change seq"))?,
                     fragment: fragment_id(fragment)?,
                     op: op_from_str(&op)?,
+                    // The stamp's 64 random bits, read as unsigned.
+                    stamp: u64::from_ne_bytes(stamp.to_ne_bytes()),
                 });
             }
             Ok(out)

@@ -434,8 +434,56 @@ fn an_index_ahead_of_its_store_starts_over() {
     let (_, _) = open(dir.path(), make, None, &feed_with(30, "emb-1"));
     let smaller = feed_with(10, "emb-1");
     let (index, report) = open(dir.path(), make, None, &smaller);
+    assert!(!report.restored);
+    assert!(report.rebuild_reason.unwrap().contains("no change 30"));
     assert_eq!(index.len(), 10);
     assert_eq!(report.catch_up.indexed, 10);
+}
+
+/// Puts fragments `ids` about zebras into `feed`.
+fn put_zebras(feed: &MemFeed, ids: std::ops::Range<u64>) {
+    for (id, v) in ids.clone().zip(clustered(ids.count(), DIM, 4, 7)) {
+        let text = format!("entry {id} about zebras");
+        feed.put(fragment(id, &access(), &text, Some(v), "emb-1"));
+    }
+}
+
+#[test]
+fn a_snapshot_of_another_store_is_rebuilt() {
+    for (name, make) in backends_list() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(open(dir.path(), make, None, &feed_with(30, "emb-1")));
+        // Another store, as long: the same ids and sequence numbers, other fragments.
+        let other = MemFeed::default();
+        put_zebras(&other, 1..31);
+        let (index, report) = open(dir.path(), make, None, &other);
+        assert!(!report.restored, "{name}");
+        assert!(
+            report.rebuild_reason.unwrap().contains("another store"),
+            "{name}"
+        );
+        assert_eq!(ids(&index, "zebras", View::Current).len(), 30, "{name}");
+        assert!(ids(&index, "apples", View::Current).is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn a_backup_written_on_past_the_snapshot_is_rebuilt() {
+    let (_, make) = backends_list()[0];
+    let dir = tempfile::tempdir().unwrap();
+    let feed = feed_with(30, "emb-1");
+    drop(open(dir.path(), make, None, &feed));
+    // A backup taken at change 30 is this store: the snapshot is restored.
+    let (_, report) = open(dir.path(), make, None, &feed.backup(30));
+    assert!(report.restored, "{:?}", report.rebuild_reason);
+    // One taken at change 10 and written on past 30 holds other fragments 11..=30.
+    let restored = feed.backup(10);
+    put_zebras(&restored, 11..36);
+    let (index, report) = open(dir.path(), make, None, &restored);
+    assert!(!report.restored);
+    assert!(report.rebuild_reason.unwrap().contains("written on"));
+    assert_eq!(ids(&index, "zebras", View::Current).len(), 25);
+    assert_eq!(ids(&index, "apples", View::Current).len(), 4);
 }
 
 /// A feed of `n` fragments: every tenth a fact, every third an episode, the rest raw turns.

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use colmem_core::{
     AgentId, Change, ChangeFeed, ChangeOp, Embedding, FeedError, FilterParts, Fragment, FragmentId,
@@ -145,6 +146,8 @@ pub fn oracle_top_k(
     scored.into_iter().take(k).map(|(_, id)| id).collect()
 }
 
+static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
+
 /// An in-memory change feed, as the store would expose it.
 #[derive(Default)]
 pub struct MemFeed {
@@ -160,7 +163,23 @@ impl MemFeed {
             seq,
             fragment: FragmentId(id),
             op,
+            // No two changes of any feeds share a stamp, as no two stores' do.
+            stamp: NEXT_STAMP.fetch_add(1, Ordering::Relaxed),
         });
+    }
+    /// A copy of this feed as it stood after its first `changes` changes (a backup
+    /// of a store), of fragments that were only put.
+    pub fn backup(&self, changes: usize) -> MemFeed {
+        let kept: Vec<Change> = self.changes.lock().unwrap()[..changes].to_vec();
+        let records = self.records.lock().unwrap();
+        let records = kept
+            .iter()
+            .map(|c| (c.fragment.0, records[&c.fragment.0].clone()))
+            .collect();
+        MemFeed {
+            changes: Mutex::new(kept),
+            records: Mutex::new(records),
+        }
     }
     pub fn put(&self, stored: StoredFragment) {
         let id = stored.fragment.id.0;

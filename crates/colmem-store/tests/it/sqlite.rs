@@ -147,8 +147,8 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
             .unwrap()
             .ids[0]
     };
-    // Turn the file into a version-1 store: version 4 added the secrets, version 3
-    // the access classes, version 2 the cards tables.
+    // Turn the file into a version-1 store: version 5 added the change stamps,
+    // version 4 the secrets, version 3 the access classes, version 2 the cards tables.
     Connection::open(&path)
         .unwrap()
         .execute_batch(
@@ -161,14 +161,19 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
              DROP TABLE class_counts; DROP TABLE access_classes; \
              DROP TABLE card_edges; DROP TABLE cards; DROP TABLE secrets; \
              DROP INDEX access_events_recorded; ALTER TABLE access_events DROP COLUMN recorded; \
+             DROP TRIGGER changes_stamp; ALTER TABLE changes DROP COLUMN stamp; \
              DELETE FROM schema_version WHERE version >= 2;",
         )
         .unwrap();
     let store = open(&path);
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     assert_eq!(store.get(id).unwrap().content, "from version 1");
-    // The upgrade made the store's secrets.
+    // The upgrade made the store's secrets, and stamped the change made before it.
     assert_ne!(store.secret("pseudonym").unwrap(), [0; 32]);
+    assert_ne!(
+        colmem_core::ChangeFeed::changes_after(&store, 0, 1).unwrap()[0].stamp,
+        0
+    );
     // An access event logged before the upgrade counts as recorded when it was
     // applied (1000), not at its own date: nothing earlier, and no freeze.
     assert!(matches!(

@@ -315,6 +315,58 @@ fn the_directory_has_one_writer_and_reopening_restores_everything() {
 }
 
 #[test]
+fn an_index_left_beside_another_store_is_rebuilt_from_it() {
+    let remembered = |dir: &std::path::Path, u: &str, texts: &[&str]| {
+        let memory = Memory::open(dir, logical()).unwrap();
+        setup(&memory);
+        let session = memory.session(user(u), agent("planner")).unwrap();
+        for (i, text) in texts.iter().enumerate() {
+            session
+                .remember(&turn(&format!("D1:{}", i + 1), u, text))
+                .unwrap();
+        }
+        memory.flush().unwrap();
+        memory
+    };
+    let ours = tempfile::tempdir().unwrap();
+    drop(remembered(
+        ours.path(),
+        "alice",
+        &["My daughter Ingrid plays the violin."],
+    ));
+    let theirs = tempfile::tempdir().unwrap();
+    let other = remembered(
+        theirs.path(),
+        "bob",
+        &[
+            "I keep bees on the roof of my flat.",
+            "My brother Tomasz repairs clocks in Gdansk.",
+            "I swim in the lake every morning before work.",
+        ],
+    );
+    // The other store's file takes the place of ours; our index directory stays.
+    for file in std::fs::read_dir(ours.path()).unwrap() {
+        let path = file.unwrap().path();
+        if path.is_file() {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    other.backup(&ours.path().join(colmem::STORE_FILE)).unwrap();
+    drop(other);
+
+    let memory = Memory::open(ours.path(), logical()).unwrap();
+    // Our snapshot, trusted, would hold our fragments' text and access under ids the
+    // other store gives to its own.
+    let seen = contents(&memory, "bob", "planner", "bees on the roof", View::Current);
+    assert!(seen.iter().any(|c| c.contains("bees")), "{seen:?}");
+    assert!(contents(&memory, "alice", "planner", "violin", View::Current).is_empty());
+    let report = memory.open_report();
+    assert!(!report.restored, "{report:?}");
+    let reason = report.rebuild_reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("another store"), "{reason}");
+}
+
+#[test]
 fn history_reads_see_superseded_facts_with_the_permissions_of_now() {
     let dir = tempfile::tempdir().unwrap();
     let memory = Memory::open(dir.path(), logical()).unwrap();
