@@ -1187,13 +1187,15 @@ impl Pipeline {
                 new,
             })?;
             out.pairs.push((first.id, new_id));
-            // The profile entries drawn from what a stale fact said are stale with it.
-            // One closed earlier in this turn may still be listed (the caller's filter
-            // was compiled before it): its row says so.
+            // The profile entries drawn from what a stale fact said are stale with it,
+            // those of its scope: closing one needs what closing the fact needed. One
+            // closed earlier in this turn may still be listed (the caller's filter was
+            // compiled before it): its row says so.
             let drawn: Vec<&Fragment> = profile
                 .iter()
                 .filter(|p| {
-                    p.superseded_by.is_none()
+                    p.scope == scope
+                        && p.superseded_by.is_none()
                         && !out.pairs.iter().any(|(old, _)| *old == p.id)
                         && olds.iter().any(|old| drawn_from(p, old))
                 })

@@ -3373,6 +3373,53 @@ fn a_private_correction_closes_a_global_fact_only_as_a_global_writer() {
     assert!(world.recalls_current_fact(dana, oracle, "Denver"));
 }
 
+/// A correction closes the profile entries drawn from a stale fact only in the scope
+/// it could close the fact in: an entry of the same turn and words that a global
+/// writer wrote for everyone is not closed by an agent that is no global writer.
+#[test]
+fn a_correction_closes_profile_entries_only_in_a_scope_it_may_write() {
+    let (mut world, dana, _, helper) = crew_of_two(WritePolicies::default());
+    let oracle = another_agent(&mut world, dana, "oracle");
+    world.system = SystemPolicy {
+        global_writers: [oracle].into(),
+    };
+    let drink = "My favourite drink is a double espresso.";
+    world.dana_says(dana, helper, &[("D1:1", drink, "2023-01-05")]);
+    let mut everyone = Draft::new(
+        "Dana's favourite drink is a double espresso.",
+        Granularity::Profile,
+        Kind::Observation,
+    );
+    everyone.scope = Some(Scope::Global);
+    everyone.source.turns = vec!["D1:1".to_owned()];
+    let caller = world.caller(dana, oracle).unwrap();
+    world
+        .pipeline
+        .write_drafts(&caller, vec![everyone], None)
+        .unwrap();
+    let espresso = |world: &World, scope: Scope| {
+        stored(world, dana, oracle)
+            .into_iter()
+            .filter(|f| f.granularity == Granularity::Profile && f.scope == scope)
+            .any(|f| f.content.contains("espresso"))
+    };
+    assert!(espresso(&world, Scope::Global));
+    world.dana_says(
+        dana,
+        helper,
+        &[(
+            "D1:2",
+            "I switched to green tea, so my favourite drink these days is sencha.",
+            "2023-03-01",
+        )],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "espresso"));
+    assert!(
+        espresso(&world, Scope::Global),
+        "closed by no global writer"
+    );
+}
+
 /// What a turn kept private draws from it stays in the turn's private scope, even as
 /// the successor of a fact of a wider private scope: a correction through a crew
 /// agent of what dana told an agent outside the crew is not read through that one.
