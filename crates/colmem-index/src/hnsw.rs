@@ -448,8 +448,18 @@ impl VectorIndex for HnswIndex {
                 ),
             ));
         }
-        let index =
-            Index::new(&options(self.dim, &self.config)).map_err(|e| Error::backend(BACKEND, e))?;
+        // usearch would load the file's quantization over the configured one.
+        let options = options(self.dim, &self.config);
+        if meta.quantization != options.quantization || meta.metric != options.metric {
+            return Err(Error::corrupt(
+                &path,
+                format!(
+                    "it stores {:?} vectors by {:?} distance, not the configured {:?} by {:?}",
+                    meta.quantization, meta.metric, options.quantization, options.metric
+                ),
+            ));
+        }
+        let index = Index::new(&options).map_err(|e| Error::backend(BACKEND, e))?;
         index
             .load(text)
             .map_err(|e| Error::corrupt(&path, e.to_string()))?;

@@ -599,6 +599,41 @@ fn a_snapshot_of_an_older_format_is_rebuilt() {
     assert_eq!(index.admitted_in(&filter(), &[Granularity::Fact]).len(), 3);
 }
 
+/// A snapshot of vectors quantised otherwise than the index is configured is rebuilt,
+/// not loaded in the file's quantisation.
+#[cfg(feature = "usearch")]
+#[test]
+fn a_snapshot_of_another_quantisation_is_rebuilt() {
+    fn f32() -> Backends {
+        (
+            Arc::new(
+                colmem_index::HnswIndex::new(DIM, colmem_index::HnswConfig::default()).unwrap(),
+            ),
+            Some(Arc::new(MemoryBm25::new())),
+        )
+    }
+    fn i8() -> Backends {
+        let config = colmem_index::HnswConfig {
+            quantization: colmem_index::Quantization::I8,
+            ..colmem_index::HnswConfig::default()
+        };
+        (
+            Arc::new(colmem_index::HnswIndex::new(DIM, config).unwrap()),
+            Some(Arc::new(MemoryBm25::new())),
+        )
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let feed = feed_with(30, "emb-1");
+    drop(open(dir.path(), f32, Some("emb-1"), &feed));
+    let (index, report) = open(dir.path(), i8, Some("emb-1"), &feed);
+    assert!(!report.restored);
+    let reason = report.rebuild_reason.unwrap();
+    assert!(reason.contains("I8"), "{reason}");
+    assert_eq!(index.vector_index().len(), 30);
+    let (_, report) = open(dir.path(), i8, Some("emb-1"), &feed);
+    assert!(report.restored, "{:?}", report.rebuild_reason);
+}
+
 /// Partition graphs are saved with the snapshot and restored; a damaged one
 /// makes the index rebuild, graphs included.
 #[cfg(feature = "usearch")]
