@@ -541,6 +541,22 @@ fn about_someone_else(clause: &str, sentence: &str, person: &str) -> Option<Subj
     Some(subject_of(sentence, person)).filter(|whom| !own && *whom != Subject::Speaker)
 }
 
+/// Whether a clause tells what someone unnamed did, by its indefinite subject: "A
+/// studio in Mexico City offered me a job", "One student asked if I had thought of
+/// leaving". It tells nothing of the person's own state unless they are in its subject
+/// or it names something of theirs ("A Mazda is in my driveway now", "A friend and I
+/// moved").
+fn told_of_another(clause: &str, person: &str) -> bool {
+    let ws = words(clause);
+    let possessive = format!("{person}'s");
+    matches!(
+        ws.first().map(String::as_str),
+        Some("a" | "an" | "one" | "someone" | "somebody")
+    ) && !ws
+        .iter()
+        .any(|w| matches!(w.as_str(), "my" | "our" | "i" | "we") || *w == possessive)
+}
+
 /// Whether a question asks for a named thing: a "which", "where", "who" or "what"
 /// question ("what time", "in what city"), not a "how" or "why" one.
 fn asks_for_value(question: &str) -> bool {
@@ -827,13 +843,14 @@ impl Answerer for EvidenceSpan {
                     date_phrase(&text).map(str::to_owned)
                 });
             let elsewhere = asked_person.is_some_and(|p| {
-                about_someone_else(&clause, &sentence, p).is_some_and(|whom| match whom {
-                    // "What's Ximena's dog's name?" asks after the dog.
-                    Subject::Relation(r) => {
-                        !question_words.iter().any(|w| relation_word(w) == Some(r))
-                    }
-                    _ => true,
-                })
+                told_of_another(&clause, p)
+                    || about_someone_else(&clause, &sentence, p).is_some_and(|whom| match whom {
+                        // "What's Ximena's dog's name?" asks after the dog.
+                        Subject::Relation(r) => {
+                            !question_words.iter().any(|w| relation_word(w) == Some(r))
+                        }
+                        _ => true,
+                    })
             });
             let unreal = !irrealis(question) && irrealis(&clause);
             candidates.push(Candidate {

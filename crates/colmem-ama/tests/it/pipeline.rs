@@ -2360,6 +2360,24 @@ fn answers_after_a_change() {
             &["cortado"],
             &["flat white"],
         ),
+        (
+            "what someone unnamed did tells nothing of where Dana lives",
+            &[
+                (
+                    "D1:1",
+                    "I'm a freelance illustrator living in Guadalajara.",
+                    "2023-01-10",
+                ),
+                (
+                    "D1:2",
+                    "A studio in Mexico City offered me a full-time position!",
+                    "2023-03-28",
+                ),
+            ],
+            "Where does Dana live?",
+            &["Guadalajara"],
+            &["Mexico City"],
+        ),
     ];
     for (why, turns, question, holds, lacks) in cases {
         let answer = answer_after(turns, question);
