@@ -116,16 +116,18 @@ fn topic(question: &str) -> Vec<String> {
 
 /// What a clause is scored against: the question's weighted topic, the attribute it
 /// asks after, and the category it asks for with that category's members.
-struct Asked<'q> {
+struct Asked {
     topic: Vec<(String, f64)>,
     attribute: Option<&'static str>,
     /// The stems of the category nouns the question names ("countri" of "Which
     /// country…").
     category: Vec<String>,
-    members: Vec<&'q str>,
+    /// The stems of the category's members: "surf" of "surfing" holds the "sport" of
+    /// "Which sport…" as "surfing" does.
+    members: Vec<String>,
 }
 
-impl Asked<'_> {
+impl Asked {
     /// How well a clause answers the question: the IDF-weighted share of the topic it
     /// holds (a word in every candidate clause, such as the person's name, weighs
     /// nothing), plus a bonus when it is about the asked attribute or names a member of
@@ -165,7 +167,7 @@ impl Asked<'_> {
     fn names_member(&self, clause: &str) -> bool {
         crate::text::words(clause)
             .iter()
-            .any(|w| self.members.contains(&w.as_str()))
+            .any(|w| self.members.contains(&stem(w)))
     }
 
     /// A clause's support, or the share of its sentence's support it inherits.
@@ -173,6 +175,14 @@ impl Asked<'_> {
         self.support(clause)
             .max(SENTENCE_SHARE * self.support(sentence))
     }
+}
+
+/// The stems of the members of the categories `question` asks for.
+fn member_stems(question: &str) -> Vec<String> {
+    crate::categories::members_asked(question)
+        .iter()
+        .map(|m| stem(m))
+        .collect()
 }
 
 /// The clauses of a text, each with the sentence it belongs to.
@@ -701,7 +711,7 @@ impl Answerer for EvidenceSpan {
                 .iter()
                 .map(|w| stem(w))
                 .collect(),
-            members: crate::categories::members_asked(question),
+            members: member_stems(question),
         };
         // The support a correcting clause inherits: the best of the clauses that say
         // what it corrects.
@@ -1073,9 +1083,17 @@ mod tests {
             topic: vec![("count".to_owned(), 1.0)],
             attribute: None,
             category: vec!["count".to_owned()],
-            members: crate::categories::members_asked("Which country?"),
+            members: member_stems("Which country?"),
         };
         assert!(asked.support("Austria") >= 1.5);
+        let sport = Asked {
+            topic: vec![],
+            attribute: None,
+            category: vec!["sport".to_owned()],
+            members: member_stems("Which sport?"),
+        };
+        assert!(sport.names_member("I surf most mornings"));
+        assert!(!sport.names_member("I host the show"));
         assert!(asked.support("Innsbruck") < MIN_COVERAGE);
     }
 
