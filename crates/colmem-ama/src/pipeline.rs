@@ -1188,13 +1188,23 @@ impl Pipeline {
             })?;
             out.pairs.push((first.id, new_id));
             // The profile entries drawn from what a stale fact said are stale with it,
-            // those of its scope: closing one needs what closing the fact needed. One
-            // closed earlier in this turn may still be listed (the caller's filter was
-            // compiled before it): its row says so.
+            // those the caller could write a fragment of the scope of, as for the fact
+            // (an entry may lie in another scope than the fact drawn from the same turn:
+            // a corrected fact keeps its predecessor's scope). One closed earlier in
+            // this turn may still be listed (the caller's filter was compiled before
+            // it): its row says so.
+            let writable = |p: &Fragment| {
+                p.scope == scope || {
+                    let mut probe =
+                        Draft::new(String::new(), Granularity::Profile, Kind::Observation);
+                    probe.scope = Some(p.scope);
+                    caller.authorize(probe).is_ok()
+                }
+            };
             let drawn: Vec<&Fragment> = profile
                 .iter()
                 .filter(|p| {
-                    p.scope == scope
+                    writable(p)
                         && p.superseded_by.is_none()
                         && !out.pairs.iter().any(|(old, _)| *old == p.id)
                         && olds.iter().any(|old| drawn_from(p, old))

@@ -3438,6 +3438,47 @@ fn a_correction_closes_profile_entries_only_in_a_scope_it_may_write() {
     );
 }
 
+/// A corrected fact keeps its predecessor's scope, the profile entry of the same turn
+/// takes the agent's: the next correction closes that entry too, in a scope the agent
+/// may write.
+#[test]
+fn a_correction_closes_a_profile_entry_of_another_scope_it_may_write() {
+    let (mut world, dana, _, helper) = crew_of_two(WritePolicies::default());
+    let solo = another_agent(&mut world, dana, "solo");
+    let drinks = [
+        (
+            solo,
+            "D1:1",
+            "My favourite drink is a double espresso.",
+            "2023-01-05",
+        ),
+        (
+            helper,
+            "D1:2",
+            "I switched to green tea, so my favourite drink these days is sencha.",
+            "2023-03-01",
+        ),
+        (
+            helper,
+            "D1:3",
+            "I switched back to coffee, so my favourite drink these days is a flat white.",
+            "2023-05-01",
+        ),
+    ];
+    for (agent, id, text, date) in drinks {
+        world.dana_says(dana, agent, &[(id, text, date)]);
+    }
+    let profile: Vec<(Scope, String)> = stored(&world, dana, helper)
+        .into_iter()
+        .filter(|f| f.granularity == Granularity::Profile && f.content.contains("drink"))
+        .map(|f| (f.scope, f.content))
+        .collect();
+    assert!(
+        profile.iter().all(|(_, c)| c.contains("flat white")),
+        "{profile:?}"
+    );
+}
+
 /// What a turn kept private draws from it stays in the turn's private scope, even as
 /// the successor of a fact of a wider private scope: a correction through a crew
 /// agent of what dana told an agent outside the crew is not read through that one.
