@@ -43,8 +43,14 @@ pub struct StoredFragment {
 
 /// The ordered changes of a store, for indexes to catch up from.
 ///
-/// An index remembers the last `seq` it applied; on open it asks for the changes
-/// after it and applies them in order. Losing an index loses no data.
+/// An index remembers the last `seq` it applied and that change's `stamp`; on open it
+/// checks that the feed's change of that `seq` carries the stamp (else the index was
+/// made from another store and is rebuilt), asks for the changes after it and applies
+/// them in order. Losing an index loses no data.
+///
+/// Stamps are the feed's contract as much as the order: each change's is drawn at
+/// random (never a counter, never 0 for all), and a copy of the store (a backup) keeps
+/// them.
 pub trait ChangeFeed: Send + Sync {
     /// The sequence number of the latest change (0 when there is none).
     fn head(&self) -> Result<u64, FeedError>;

@@ -392,7 +392,7 @@ impl HybridIndex {
             )),
             _ => Some(format!(
                 "the store has no change {seq}, the last the snapshot applied: the store \
-                 is older than the snapshot (restored from a backup?)"
+                 is older than the snapshot (restored from a backup?) or another store"
             )),
         })
     }

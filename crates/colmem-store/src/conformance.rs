@@ -1422,6 +1422,19 @@ fn change_feed(make: Factory<'_>) -> Result<(), Failure> {
     ensure(changes.windows(2).all(|w| w[0].seq < w[1].seq), || {
         format!("change sequence numbers rise: {changes:?}")
     })?;
+    let mut stamps: Vec<u64> = changes.iter().map(|c| c.stamp).collect();
+    stamps.sort_unstable();
+    stamps.dedup();
+    ensure(stamps.len() == changes.len() && stamps[0] != 0, || {
+        format!("each change has a random stamp of its own: {changes:?}")
+    })?;
+    let (_, other) = fresh(make, 100);
+    write_one(&*other, "write a in another store", fact("indexed", 100)?)?;
+    let theirs = ok("read the other store's feed", other.changes_after(0, 1))?;
+    ensure(
+        theirs.first().is_some_and(|c| c.stamp != changes[0].stamp),
+        || format!("another store's first change has another stamp: {theirs:?}"),
+    )?;
     eq(
         "the head is the last change's seq",
         Some(head(&*store)?),
