@@ -490,8 +490,10 @@ pub(crate) enum Subject {
 /// sister");
 /// after another's possessive ("Jess's sister"), opening the sentence ("colleagues
 /// were transferred"), after "a", "one", "two"… as the first words ("a colleague of
-/// Dana's", "two colleagues") or before "of", someone else. "Dana became a manager"
-/// and "I moved with a friend" are the speaker's.
+/// Dana's", "two colleagues") or before "of", someone else. So is an unnamed subject
+/// ("A recruiter reached out", "Guy at the shop tried…") in a sentence where neither
+/// the speaker nor theirs opens a clause. "Dana became a manager" and "I moved with a
+/// friend" are the speaker's.
 pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
     let ws = words(sentence);
     let speaker = speaker.to_lowercase();
@@ -531,7 +533,47 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
             _ => continue,
         };
     }
+    // "A studio in Mexico City offered Dana a position", "Guy at the shop tried to talk
+    // Dana into a Kia": someone unnamed, unless the speaker or theirs is in it as a
+    // subject ("A friend and I…", "A Mazda is in my driveway", "…, so Dana bought…").
+    if matches!(
+        ws.first().map(String::as_str),
+        Some("a" | "an" | "someone" | "somebody" | "guy")
+    ) && !ws
+        .iter()
+        .any(|w| matches!(w.as_str(), "i" | "we" | "my" | "our") || *w == possessive)
+        && !opens_a_clause(sentence, &speaker)
+    {
+        return Subject::TheirPeople;
+    }
     Subject::Speaker
+}
+
+/// Whether `speaker` (lowercase) opens a clause of `sentence`: after a comma or a
+/// conjunction ("…, so Maya bought a MacBook"), not as an object ("talk Radek into").
+fn opens_a_clause(sentence: &str, speaker: &str) -> bool {
+    let tokens: Vec<&str> = sentence.split_whitespace().collect();
+    tokens.iter().enumerate().skip(1).any(|(i, t)| {
+        let t = t
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        let before = tokens[i - 1];
+        t == speaker
+            && (before.ends_with([',', ';', ':'])
+                || matches!(
+                    before.to_lowercase().as_str(),
+                    "so" | "and"
+                        | "but"
+                        | "then"
+                        | "because"
+                        | "while"
+                        | "when"
+                        | "after"
+                        | "before"
+                        | "until"
+                        | "since"
+                ))
+    })
 }
 
 /// Words that may stand between an owner and a relation: "my best friend", "her little
@@ -1228,6 +1270,8 @@ mod tests {
         for sentence in [
             "Two colleagues were transferred to Osaka.",
             "A colleague of Dana's has taken a job in Bergen.",
+            "A studio in Mexico City offered Dana a full-time position.",
+            "Guy at the shop tried to talk Dana into trading it in for a new Kia, no thanks.",
         ] {
             assert_eq!(
                 subject_of(sentence, "Dana"),
@@ -1240,6 +1284,13 @@ mod tests {
             "Mom and Dana left Brooklyn.",
         ] {
             assert_eq!(subject_of(sentence, "Dana"), Subject::Other, "{sentence}");
+        }
+        for sentence in [
+            "A full mug of coffee went into the Dell's keyboard, so Dana bought a MacBook.",
+            "A Mazda CX-5 is in my driveway now.",
+            "A new job at Airbus starts Monday for Dana's team, and Dana leads it.",
+        ] {
+            assert_eq!(subject_of(sentence, "Dana"), Subject::Speaker, "{sentence}");
         }
     }
 

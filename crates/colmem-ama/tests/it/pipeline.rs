@@ -2834,6 +2834,29 @@ fn what_someone_else_does_or_a_while_away_ends_nothing_held() {
 }
 
 #[test]
+fn what_someone_unnamed_tries_ends_nothing_held() {
+    let (world, u, a) = one_pair();
+    world.dana_says(
+        u,
+        a,
+        &[
+            (
+                "D1:1",
+                "My car is a Skoda Octavia estate, 2017, and the check engine light just came on.",
+                "2023-01-05",
+            ),
+            (
+                "D1:2",
+                "Changed the tyres on the Octavia to winter ones today. Guy at the shop tried to \
+                 talk me into trading it in for a new Kia, no thanks",
+                "2023-02-05",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(u, a, "Skoda Octavia"));
+}
+
+#[test]
 fn an_allergy_told_as_well_or_a_blood_pressure_replaces_nothing() {
     let (world, u, a) = one_pair();
     world.dana_says(
