@@ -2,8 +2,8 @@
 //!
 //! Offline, the answer is the best evidence span: the clause of the top evidence that
 //! covers the question best (on its own words, or a share of its sentence's or turn's),
-//! the newest among those about as good, preferring facts (the current state) over raw
-//! turns (what was once said). The values of the facts the evidence replaced are the
+//! among those about as good one not marked as past ("my old school"), the newest,
+//! preferring facts (the current state) over raw turns (what was once said). The values of the facts the evidence replaced are the
 //! old state: a clause that names one is no answer, so "I handed in my notice at Globex
 //! and start at Initech" answers "start at Initech". A fact that replaced another
 //! answers what the replaced one answered, even in other words ("Rust has won me over"
@@ -628,9 +628,10 @@ struct Candidate {
 }
 
 impl Answerer for EvidenceSpan {
-    /// Among the clauses that support the question about as well as the best one, the
-    /// newest statement wins (so a change or a correction beats what it replaced); at
-    /// equal age a clause not marked as past, then the better-supported one, then a fact.
+    /// Among the clauses that support the question about as well as the best one, one
+    /// not marked as past wins ("my old school in Yaba" tells nothing of where one is
+    /// based now), then the newest statement (so a change or a correction beats what it
+    /// replaced); at equal age the better-supported one, then a fact.
     fn answer(
         &self,
         question: &str,
@@ -910,9 +911,9 @@ impl Answerer for EvidenceSpan {
             .into_iter()
             .filter(|c| c.support >= best - SUPPORT_BAND)
             .max_by(|a, b| {
-                a.day
-                    .cmp(&b.day)
-                    .then(b.past.cmp(&a.past))
+                b.past
+                    .cmp(&a.past)
+                    .then(a.day.cmp(&b.day))
                     .then(a.support.total_cmp(&b.support))
                     .then(a.own.total_cmp(&b.own))
                     .then(a.fact.cmp(&b.fact))
@@ -1095,6 +1096,44 @@ mod tests {
         assert!(sport.names_member("I surf most mornings"));
         assert!(!sport.names_member("I host the show"));
         assert!(asked.support("Innsbruck") < MIN_COVERAGE);
+    }
+
+    fn fact_told(id: u64, content: &str, day: &str) -> Fragment {
+        use colmem_core::{Kind, Provenance, Scope, Source, UserId, Validity};
+        let told = Timestamp::parse(day).unwrap();
+        Fragment {
+            id: FragmentId(id),
+            key: None,
+            content: content.to_owned(),
+            granularity: Granularity::Fact,
+            kind: Kind::Observation,
+            scope: Scope::User,
+            provenance: Provenance {
+                created_at: told,
+                user: UserId::new("answer-dana").unwrap(),
+                agents: Default::default(),
+                resources: Default::default(),
+                source: Source::default(),
+            },
+            validity: Validity::new(told, None).unwrap(),
+            keywords: Vec::new(),
+            superseded_at: None,
+            superseded_by: None,
+            deleted_at: None,
+        }
+    }
+
+    #[test]
+    fn what_is_said_of_the_past_loses_to_what_is_said_of_now_however_new() {
+        let evidence = [
+            fact_told(2, "Dana's old office was in Yaba.", "2023-03-28"),
+            fact_told(1, "Dana's office is in Lagos.", "2023-01-10"),
+        ];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("Where is Dana's office?", &refs, &[])
+            .unwrap();
+        assert_eq!(answer.evidence, [FragmentId(1)], "{}", answer.text);
     }
 
     #[test]
