@@ -491,8 +491,8 @@ pub(crate) enum Subject {
 /// after another's possessive ("Jess's sister"), opening the sentence ("colleagues
 /// were transferred"), after "a", "one", "two"… as the first words ("a colleague of
 /// Dana's", "two colleagues") or before "of", someone else. So is an unnamed subject
-/// ("A recruiter reached out", "Guy at the shop tried…") in a sentence where neither
-/// the speaker nor theirs opens a clause. "Dana became a manager" and "I moved with a
+/// doing something to the speaker ("A recruiter called me", "Guy at the shop tried to
+/// talk me into…") in a sentence where neither the speaker nor theirs opens a clause. "Dana became a manager" and "I moved with a
 /// friend" are the speaker's.
 pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
     let ws = words(sentence);
@@ -534,14 +534,19 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
         };
     }
     // "A studio in Mexico City offered Dana a position", "Guy at the shop tried to talk
-    // Dana into a Kia": someone unnamed, unless the speaker or theirs is in it as a
-    // subject ("A friend and I…", "A Mazda is in my driveway", "…, so Dana bought…").
+    // me into a Kia": someone unnamed doing something to the speaker, unless the speaker
+    // or theirs is in it as a subject ("A friend and I…", "A Mazda is in my driveway",
+    // "…, so Dana bought…"). "A new job at Airbus starts Monday" names no one: it is
+    // the speaker's.
     if matches!(
         ws.first().map(String::as_str),
         Some("a" | "an" | "someone" | "somebody" | "guy")
-    ) && !ws
+    ) && ws
         .iter()
-        .any(|w| matches!(w.as_str(), "i" | "we" | "my" | "our") || *w == possessive)
+        .any(|w| matches!(w.as_str(), "me" | "us") || *w == speaker)
+        && !ws
+            .iter()
+            .any(|w| matches!(w.as_str(), "i" | "we" | "my" | "our") || *w == possessive)
         && !opens_a_clause(sentence, &speaker)
     {
         return Subject::TheirPeople;
@@ -1289,6 +1294,7 @@ mod tests {
             "A full mug of coffee went into the Dell's keyboard, so Dana bought a MacBook.",
             "A Mazda CX-5 is in my driveway now.",
             "A new job at Airbus starts Monday for Dana's team, and Dana leads it.",
+            "A new job at Airbus starts on Monday.",
         ] {
             assert_eq!(subject_of(sentence, "Dana"), Subject::Speaker, "{sentence}");
         }
