@@ -2378,6 +2378,25 @@ fn answers_after_a_change() {
             &["Guadalajara"],
             &["Mexico City"],
         ),
+        (
+            "a new job that names no one is the speaker's",
+            &[
+                (
+                    "D1:1",
+                    "I work at Rolls-Royce on jet engine turbines.",
+                    "2023-01-10",
+                ),
+                ("D1:2", "Any tips for a first week?", "2023-03-20"),
+                (
+                    "D1:3",
+                    "A new job at Airbus starts on Monday!",
+                    "2023-03-28",
+                ),
+            ],
+            "Where does Dana work now?",
+            &["Airbus"],
+            &["Rolls-Royce"],
+        ),
     ];
     for (why, turns, question, holds, lacks) in cases {
         let answer = answer_after(turns, question);
