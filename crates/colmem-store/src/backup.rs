@@ -123,26 +123,22 @@ mod tests {
         let store = SqliteStore::open(dir.path().join("a.db"), StoreConfig::default()).unwrap();
         let user = UserId::new("backup-u").unwrap();
         let agent = AgentId::new("backup-a").unwrap();
-        let receipt = store
-            .write(&Interaction {
-                user,
-                agent,
-                fragments: vec![fragment(user, agent, "kept in the copy")],
-                idempotency_key: None,
-            })
-            .unwrap();
+        let write = |store: &SqliteStore, text: &str| {
+            store
+                .write(&Interaction {
+                    user,
+                    agent,
+                    fragments: vec![fragment(user, agent, text)],
+                    idempotency_key: None,
+                })
+                .unwrap()
+        };
+        let receipt = write(&store, "kept in the copy");
         let dest = dir.path().join("copy.db");
         let report = store.backup(&dest).unwrap();
         assert!(report.pages > 0 && report.bytes > 0, "{report:?}");
         // Written after the copy: not in it.
-        store
-            .write(&Interaction {
-                user,
-                agent,
-                fragments: vec![fragment(user, agent, "after the copy")],
-                idempotency_key: None,
-            })
-            .unwrap();
+        write(&store, "after the copy");
         let copy = SqliteStore::open(&dest, StoreConfig::default()).unwrap();
         assert_eq!(
             copy.get(receipt.ids[0]).unwrap().content,
@@ -154,14 +150,7 @@ mod tests {
         let first = |s: &SqliteStore| s.changes_after(0, 1).unwrap()[0];
         assert_eq!(first(&copy), first(&store));
         let other = SqliteStore::open(dir.path().join("b.db"), StoreConfig::default()).unwrap();
-        other
-            .write(&Interaction {
-                user,
-                agent,
-                fragments: vec![fragment(user, agent, "kept in the copy")],
-                idempotency_key: None,
-            })
-            .unwrap();
+        write(&other, "kept in the copy");
         assert_eq!(first(&other).fragment, first(&store).fragment);
         assert_ne!(first(&other).stamp, first(&store).stamp);
         assert!(matches!(
