@@ -3,13 +3,13 @@
 //! Offline, the answer is the best evidence span: the clause of the top evidence that
 //! covers the question best (on its own words, or a share of its sentence's or turn's),
 //! among those about as good one not marked as past ("my old school"), the newest,
-//! preferring facts (the current state) over raw turns (what was once said). The values of the facts the evidence replaced are the
-//! old state: a clause that names one is no answer, so "I handed in my notice at Globex
-//! and start at Initech" answers "start at Initech". A fact that replaced another
-//! answers what the replaced one answered, even in other words ("Rust has won me over"
-//! after "Java is my favourite language"). When no clause covers a question after a
-//! named thing, the best-ranked clause naming a current value answers it rather than
-//! nothing. A member of a category the question asks for stands for the category:
+//! preferring facts (the current state) over raw turns (what was once said). The
+//! values of the facts the evidence replaced are the old state: a clause that names
+//! one is no answer, so "I handed in my notice at Globex and start at Initech" answers
+//! "start at Initech". A fact that replaced another answers what the replaced one
+//! answered, even in other words ("Rust has won me over" after "Java is my favourite
+//! language"). When no clause covers a question after a named thing, the best-ranked
+//! clause naming a current value answers it rather than nothing. A member of a category the question asks for stands for the category:
 //! "Austria, not Australia" answers "Which country did Lukas grow up in?". A question
 //! after a date ("When did…?") is answered by the date the best clause naming one names,
 //! a relative one made absolute against the day a raw turn was said ("last Fri" → "the

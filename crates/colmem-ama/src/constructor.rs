@@ -492,8 +492,8 @@ pub(crate) enum Subject {
 /// were transferred"), after "a", "one", "two"… as the first words ("a colleague of
 /// Dana's", "two colleagues") or before "of", someone else. So is an unnamed subject
 /// doing something to the speaker ("A recruiter called me", "Guy at the shop tried to
-/// talk me into…") in a sentence where neither the speaker nor theirs opens a clause. "Dana became a manager" and "I moved with a
-/// friend" are the speaker's.
+/// talk me into…") in a sentence where neither the speaker nor theirs opens a clause.
+/// "Dana became a manager" and "I moved with a friend" are the speaker's.
 pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
     let ws = words(sentence);
     let speaker = speaker.to_lowercase();

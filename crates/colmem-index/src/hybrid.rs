@@ -331,9 +331,9 @@ impl HybridIndex {
         }
     }
 
-    /// Opens the index kept in `dir`: restores its snapshot if it is whole and
-    /// made by the configured embedder (else starts empty), catches up from
-    /// `feed`, and writes a fresh snapshot.
+    /// Opens the index kept in `dir`: restores its snapshot if it is whole, made
+    /// by the configured embedder and of `feed`'s history (its last change's stamp;
+    /// else starts empty), catches up from `feed`, and writes a fresh snapshot.
     pub fn open(
         dir: &Path,
         vector: Arc<dyn VectorIndex>,
