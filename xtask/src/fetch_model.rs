@@ -16,7 +16,7 @@ pub struct FetchModelArgs {
     /// The model to fetch.
     #[arg(value_enum)]
     pub model: ModelName,
-    /// Where to put its files [default: models/<model> under the repository root].
+    /// Where to put its files [default: models/MODEL under the repository root].
     #[arg(long)]
     pub dir: Option<PathBuf>,
 }

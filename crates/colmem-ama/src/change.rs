@@ -699,7 +699,7 @@ fn attribute_words(text: &str) -> Vec<String> {
 
 /// The attributes a fact is keyed by: [`attributes`], without the lexicon words that
 /// chat uses as often in other senses unless the words after them give the attribute's
-/// sense (see [`KEYED_ONLY_BEFORE`]).
+/// sense (see `KEYED_ONLY_BEFORE`).
 pub fn key_attributes(text: &str) -> Vec<&'static str> {
     let all = attribute_words(text);
     let senses: Vec<String> = all
@@ -1064,7 +1064,7 @@ const END_CUES: &[&str] = &[
     "written off",
 ];
 
-/// Whether a statement says that something held has ended (see [`END_CUES`]).
+/// Whether a statement says that something held has ended (see `END_CUES`).
 pub fn announces_end(text: &str) -> bool {
     let lower = cue_text(text);
     let plain = words(&lower);

@@ -3,7 +3,7 @@
 use colmem_core::{AgentId, ErrorKind, Forbidden, ResourceId};
 use thiserror::Error;
 
-/// `Result` with [`Error`].
+/// `Result` with [`Error`](enum@Error).
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What can go wrong in the collaboration loop.

@@ -97,7 +97,7 @@ enum Location {
     Memory,
 }
 
-/// The SQLite fragment store. See the [module docs](self).
+/// The SQLite fragment store. See the [crate docs](crate).
 pub struct SqliteStore {
     location: Location,
     config: StoreConfig,
