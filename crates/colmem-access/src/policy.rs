@@ -17,7 +17,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::error::{AccessError, Result};
-use crate::redact::{Redaction, Redactor, whole_word_pattern};
+use crate::redact::{Folded, NamePattern, Redaction, Redactor};
 
 /// One transformation applied to a part of an interaction.
 #[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
@@ -484,10 +484,12 @@ fn anonymise(text: &str, users: &[UserId], key: &PseudonymKey) -> String {
     users.dedup();
     for user in users {
         // invariant: an escaped literal with word boundaries is always a valid pattern.
-        if let Ok(re) = Regex::new(&whole_word_pattern(user.as_str())) {
-            out = re
-                .replace_all(&out, pseudonym(user, key).as_str())
-                .into_owned();
+        if let Ok(Some(name)) = NamePattern::new(user.as_str()) {
+            let spans = name.find(&Folded::new(&out));
+            let pseudonym = pseudonym(user, key);
+            for (start, end) in spans.into_iter().rev() {
+                out.replace_range(start..end, &pseudonym);
+            }
         }
     }
     out

@@ -29,7 +29,8 @@ pub enum Redaction {
     Phones,
     /// Card-like numbers: 13 to 19 digits, optionally grouped by spaces or dashes.
     CardNumbers,
-    /// The given names, matched whole-word and case-insensitively.
+    /// The given names, matched whole-word, in any case ("ß" as "ss") and however
+    /// their accents are encoded (composed, decomposed or partly composed).
     Names(Vec<String>),
 }
 
@@ -109,67 +110,141 @@ fn standalone(text: &str, start: usize, end: usize) -> bool {
     !before.is_some_and(|c| c.is_alphanumeric()) && !after.is_some_and(|c| c.is_alphanumeric())
 }
 
-/// A case-insensitive pattern for `name` as a whole word: word boundaries only where
-/// the name starts or ends with a word character, so names ending in punctuation match.
-pub(crate) fn whole_word_pattern(name: &str) -> String {
-    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    // "Ann Lee" is "Ann  Lee" and "Ann\nLee" too; "Zoë" is also written "Zoe" and a
-    // combining diaeresis (NFD, as some systems type it).
-    let name: String = name.nfc().collect();
-    let words: Vec<String> = name.split_whitespace().map(either_form).collect();
-    format!(
-        "(?i){}{}{}",
-        if word(name.chars().next()) { r"\b" } else { "" },
-        words.join(r"\s+"),
-        if word(name.chars().next_back()) {
-            r"\b"
-        } else {
-            ""
-        },
-    )
+/// A name to find as a whole word, however the text encodes it: composed or
+/// decomposed accents, in any order or partly composed ("ệ" as "ê" and a combining dot
+/// below), compatibility forms (a no-break space, a ligature, fullwidth letters) and
+/// case, with "ß" as "ss" ("STRASSE" for "Straße").
+///
+/// Both the name and the text are [folded](Folded) the same way; the pattern runs on
+/// the folded text and its matches are mapped back to the text's own bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct NamePattern(Regex);
+
+impl NamePattern {
+    /// The pattern of `name`, or `None` for a name with no letters or digits to match.
+    pub(crate) fn new(name: &str) -> Result<Option<Self>> {
+        let folded = Folded::new(name).text;
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let words: Vec<String> = folded.split_whitespace().map(regex::escape).collect();
+        if words.is_empty() {
+            return Ok(None);
+        }
+        // "Ann Lee" is "Ann  Lee" and "Ann\nLee" too; word boundaries only where the
+        // name starts or ends with a word character, so names ending in punctuation match.
+        let pattern = format!(
+            "{}{}{}",
+            if word(folded.chars().next()) {
+                r"\b"
+            } else {
+                ""
+            },
+            words.join(r"\s+"),
+            if word(folded.chars().next_back()) {
+                r"\b"
+            } else {
+                ""
+            },
+        );
+        Regex::new(&pattern)
+            .map(|re| Some(NamePattern(re)))
+            .map_err(|e| AccessError::InvalidPattern {
+                pattern,
+                message: e.to_string(),
+            })
+    }
+
+    /// The byte ranges of `text` where the name is written, in order and apart (two
+    /// matches within one cluster's folding, such as a ligature's, make one range).
+    pub(crate) fn find(&self, text: &Folded) -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for m in self.0.find_iter(&text.text) {
+            let (start, end) = text.origin(m.start(), m.end());
+            match out.last_mut() {
+                Some(last) if start < last.1 => last.1 = last.1.max(end),
+                _ => out.push((start, end)),
+            }
+        }
+        out
+    }
 }
 
-/// A pattern matching `word` (composed) in its composed or decomposed form, letter
-/// by letter.
-fn either_form(word: &str) -> String {
-    word.chars()
-        .map(|c| {
-            let composed = regex::escape(c.encode_utf8(&mut [0; 4]));
-            let decomposed: String = std::iter::once(c).nfd().collect();
-            if decomposed.chars().count() > 1 {
-                format!("(?:{composed}|{})", regex::escape(&decomposed))
-            } else {
-                composed
+/// A text folded for finding names, with the way back to the text's bytes.
+///
+/// The text is cut into clusters, each a character and the combining marks after it.
+/// Each cluster is decomposed for compatibility (NFKD, which also puts its marks in
+/// canonical order), lowercased, and "ß" becomes "ss". Marks never reorder across a
+/// cluster's start, so folding cluster by cluster folds the text as a whole would,
+/// and a match in the folded text covers whole clusters of the original.
+#[derive(Debug)]
+pub(crate) struct Folded {
+    text: String,
+    /// Per cluster, in order: where its folding starts in `text`, and the cluster's
+    /// byte range in the original.
+    clusters: Vec<(usize, usize, usize)>,
+}
+
+impl Folded {
+    pub(crate) fn new(original: &str) -> Self {
+        use unicode_normalization::char::canonical_combining_class;
+        let mut folded = Folded {
+            text: String::with_capacity(original.len()),
+            clusters: Vec::new(),
+        };
+        let mut starts: Vec<usize> = original
+            .char_indices()
+            .filter(|&(i, c)| i == 0 || canonical_combining_class(c) == 0)
+            .map(|(i, _)| i)
+            .collect();
+        starts.push(original.len());
+        for pair in starts.windows(2) {
+            let (from, to) = (pair[0], pair[1]);
+            folded.clusters.push((folded.text.len(), from, to));
+            for c in original[from..to].nfkd() {
+                match c {
+                    'ß' | 'ẞ' => folded.text.push_str("ss"),
+                    c => folded.text.extend(c.to_lowercase()),
+                }
             }
-        })
-        .collect()
+        }
+        folded
+    }
+
+    /// The original byte range of the clusters that the folded range `[start, end)`
+    /// touches.
+    fn origin(&self, start: usize, end: usize) -> (usize, usize) {
+        let cluster = |at: usize| {
+            let i = self
+                .clusters
+                .partition_point(|&(folded, _, _)| folded <= at);
+            self.clusters[i.saturating_sub(1)]
+        };
+        (
+            cluster(start).1,
+            cluster(end.saturating_sub(1).max(start)).2,
+        )
+    }
 }
 
 /// A compiled set of redactions.
 #[derive(Clone, Debug, Default)]
 pub struct Redactor {
     kinds: Vec<Redaction>,
-    names: Vec<Regex>,
+    names: Vec<NamePattern>,
 }
 
 impl Redactor {
-    /// Compiles the redactions; each configured name becomes a case-insensitive
-    /// whole-word pattern (word boundaries only where the name starts or ends with a
-    /// word character, so names ending in punctuation still match).
+    /// Compiles the redactions. Each configured name is matched as a whole word (word
+    /// boundaries only where the name starts or ends with a word character, so names
+    /// ending in punctuation still match), in any case and however the text encodes its
+    /// accents; a name with nothing but spaces is skipped.
     pub fn new(kinds: &[Redaction]) -> Result<Self> {
         let mut names = Vec::new();
         for kind in kinds {
             let Redaction::Names(list) = kind else {
                 continue;
             };
-            for name in list.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-                let pattern = whole_word_pattern(name);
-                names.push(
-                    Regex::new(&pattern).map_err(|e| AccessError::InvalidPattern {
-                        pattern,
-                        message: e.to_string(),
-                    })?,
-                );
+            for name in list {
+                names.extend(NamePattern::new(name)?);
             }
         }
         Ok(Redactor {
@@ -209,8 +284,15 @@ impl Redactor {
                 Redaction::Names(_) => {}
             }
         }
-        for name in &self.names {
-            spans.extend(name.find_iter(text).map(|m| (m.start(), m.end(), "[name]")));
+        if !self.names.is_empty() {
+            let folded = Folded::new(text);
+            for name in &self.names {
+                spans.extend(
+                    name.find(&folded)
+                        .into_iter()
+                        .map(|(s, e)| (s, e, "[name]")),
+                );
+            }
         }
         spans.retain(|(s, e, _)| s < e);
         spans.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
@@ -384,5 +466,97 @@ mod tests {
         // An accent on the last letter, before the word's end.
         let kinds = vec![Redaction::Names(vec!["José".into()])];
         assert_eq!(redact(&kinds, "Jose\u{301}, call"), "[name], call");
+    }
+
+    #[test]
+    fn a_name_matches_with_its_marks_partly_composed_or_in_any_order() {
+        // "ệ" is one character, "ê" or "ẹ" with the other mark, or "e" with both in
+        // either order; "ễ" likewise.
+        let lệ = [
+            "L\u{1ec7}",
+            "L\u{ea}\u{323}",
+            "L\u{1eb9}\u{302}",
+            "Le\u{323}\u{302}",
+            "Le\u{302}\u{323}",
+        ];
+        let nguyễn = [
+            "Nguy\u{1ec5}n",
+            "Nguy\u{ea}\u{303}n",
+            "Nguye\u{302}\u{303}n",
+        ];
+        for configured in lệ.iter().chain(&nguyễn) {
+            let kinds = vec![Redaction::Names(vec![(*configured).to_owned()])];
+            let same = if lệ.contains(configured) {
+                &lệ[..]
+            } else {
+                &nguyễn[..]
+            };
+            for written in same {
+                assert_eq!(
+                    redact(&kinds, &format!("ask {written}, then me")),
+                    "ask [name], then me",
+                    "{configured:?} in {written:?}"
+                );
+            }
+        }
+        // Other marks are another name.
+        let kinds = vec![Redaction::Names(vec!["Lệ".into()])];
+        assert_eq!(redact(&kinds, "L\u{1ebd} or Le"), "L\u{1ebd} or Le");
+    }
+
+    #[test]
+    fn a_name_matches_in_any_case_and_compatibility_form() {
+        let kinds = vec![Redaction::Names(vec!["Anna Straße".into()])];
+        for written in [
+            "ANNA STRASSE",
+            "anna strasse",
+            "Anna\u{a0}Straße",
+            "ＡＮＮＡ Straße",
+            "ANNA STRAẞE",
+        ] {
+            assert_eq!(
+                redact(&kinds, &format!("({written})")),
+                "([name])",
+                "{written:?}"
+            );
+        }
+        assert_eq!(redact(&kinds, "Anna Strasser"), "Anna Strasser");
+        // What surrounds a name keeps its own bytes, accents and all.
+        let kinds = vec![Redaction::Names(vec!["ﬁona".into()])];
+        assert_eq!(redact(&kinds, "Zoë, Fiona, é"), "Zoë, [name], é");
+    }
+
+    proptest::proptest! {
+        /// Whatever surrounds it and however its marks are written, a name is redacted,
+        /// and the text is cut only between clusters (never inside a character).
+        #[test]
+        fn a_name_never_survives_in_any_spelling(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "a", "ß", "e\u{302}", "\u{323}", "\u{301}", "🙂", " ", "\u{a0}", "Lê", ",",
+                    "\u{1ec7}", "ﬁ", "Ｌ",
+                ]),
+                0..12,
+            ),
+            spelling in proptest::sample::select(vec![
+                "L\u{1ec7}", "L\u{ea}\u{323}", "L\u{1eb9}\u{302}", "Le\u{302}\u{323}",
+                "l\u{1ec6}", "Ｌ\u{1ec7}",
+            ]),
+            at in 0usize..12,
+        ) {
+            let mut pieces: Vec<&str> = pieces;
+            let at = at.min(pieces.len());
+            pieces.insert(at, " ");
+            pieces.insert(at + 1, spelling);
+            pieces.insert(at + 2, " ");
+            let text = pieces.concat();
+            let kinds = vec![Redaction::Names(vec!["Lệ".into()])];
+            let out = redact(&kinds, &text);
+            let name = NamePattern::new("Lệ").unwrap().unwrap();
+            proptest::prop_assert!(
+                name.find(&Folded::new(&out)).is_empty(),
+                "{text:?} became {out:?}"
+            );
+        }
     }
 }
