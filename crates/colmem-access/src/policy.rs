@@ -477,20 +477,28 @@ pub fn pseudonym(user: UserId, key: &PseudonymKey) -> String {
 }
 
 fn anonymise(text: &str, users: &[UserId], key: &PseudonymKey) -> String {
-    let mut out = text.to_owned();
     let mut users = users.to_vec();
     // Longest names first, so a name that contains another is replaced whole.
     users.sort_by_key(|u| std::cmp::Reverse(u.as_str().len()));
     users.dedup();
+    // All names are found in the text as written, so no pseudonym is taken for a name
+    // ("user-…" for a user called "user").
+    let folded = Folded::new(text);
+    let mut spans: Vec<(usize, usize, UserId)> = Vec::new();
     for user in users {
         // invariant: an escaped literal with word boundaries is always a valid pattern.
         if let Ok(Some(name)) = NamePattern::new(user.as_str()) {
-            let spans = name.find(&Folded::new(&out));
-            let pseudonym = pseudonym(user, key);
-            for (start, end) in spans.into_iter().rev() {
-                out.replace_range(start..end, &pseudonym);
+            for (start, end) in name.find(&folded) {
+                if !spans.iter().any(|&(s, e, _)| start < e && s < end) {
+                    spans.push((start, end, user));
+                }
             }
         }
+    }
+    spans.sort_by_key(|&(start, _, _)| std::cmp::Reverse(start));
+    let mut out = text.to_owned();
+    for (start, end, user) in spans {
+        out.replace_range(start..end, &pseudonym(user, key));
     }
     out
 }

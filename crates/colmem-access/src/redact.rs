@@ -112,8 +112,10 @@ fn standalone(text: &str, start: usize, end: usize) -> bool {
 
 /// A name to find as a whole word, however the text encodes it: composed or
 /// decomposed accents, in any order or partly composed ("ệ" as "ê" and a combining dot
-/// below), compatibility forms (a no-break space, a ligature, fullwidth letters) and
-/// case, with "ß" as "ss" ("STRASSE" for "Straße").
+/// below), compatibility forms (a no-break space, a ligature, fullwidth letters), case
+/// ("ß" as "ss", a final "ς" as "σ", the Turkish dotted and dotless "i" as "i"),
+/// typographic apostrophes ("O’Brien") and invisible characters inside it (a soft
+/// hyphen, a zero-width space). Other accents make another name: "Lê" is not "Le".
 ///
 /// Both the name and the text are [folded](Folded) the same way; the pattern runs on
 /// the folded text and its matches are mapped back to the text's own bytes.
@@ -121,29 +123,29 @@ fn standalone(text: &str, start: usize, end: usize) -> bool {
 pub(crate) struct NamePattern(Regex);
 
 impl NamePattern {
-    /// The pattern of `name`, or `None` for a name with no letters or digits to match.
+    /// The pattern of `name`, or `None` for a name of nothing but spaces.
     pub(crate) fn new(name: &str) -> Result<Option<Self>> {
         let folded = Folded::new(name).text;
-        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let folded = folded.trim();
         let words: Vec<String> = folded.split_whitespace().map(regex::escape).collect();
         if words.is_empty() {
             return Ok(None);
         }
         // "Ann Lee" is "Ann  Lee" and "Ann\nLee" too; word boundaries only where the
-        // name starts or ends with a word character, so names ending in punctuation match.
+        // name starts or ends with a word character (as `\b` sees them: a mark is one,
+        // so "René" does not match in "Renée"), so names ending in punctuation match.
+        let edge = |c: Option<char>| {
+            if c.is_some_and(|c| WORD_CHAR.is_match(c.encode_utf8(&mut [0; 4]))) {
+                r"\b"
+            } else {
+                ""
+            }
+        };
         let pattern = format!(
             "{}{}{}",
-            if word(folded.chars().next()) {
-                r"\b"
-            } else {
-                ""
-            },
+            edge(folded.chars().next()),
             words.join(r"\s+"),
-            if word(folded.chars().next_back()) {
-                r"\b"
-            } else {
-                ""
-            },
+            edge(folded.chars().next_back()),
         );
         Regex::new(&pattern)
             .map(|re| Some(NamePattern(re)))
@@ -168,41 +170,64 @@ impl NamePattern {
     }
 }
 
+/// A word character as the regex crate's `\w` sees it.
+#[allow(clippy::expect_used)]
+static WORD_CHAR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\w$").expect("constant pattern")); // invariant: a constant, valid pattern
+
 /// A text folded for finding names, with the way back to the text's bytes.
 ///
 /// The text is cut into clusters, each a character and the combining marks after it.
 /// Each cluster is decomposed for compatibility (NFKD, which also puts its marks in
-/// canonical order), lowercased, and "ß" becomes "ss". Marks never reorder across a
-/// cluster's start, so folding cluster by cluster folds the text as a whole would,
-/// and a match in the folded text covers whole clusters of the original.
+/// canonical order), lowercased, with "ß" as "ss", "ς" as "σ", "ı" as "i" (and the dot
+/// above an "i" dropped), typographic apostrophes as "'", and invisible characters
+/// dropped. A character whose decomposition starts with a mark joins the cluster
+/// before it, so marks never reorder across a cluster's start and folding cluster by
+/// cluster folds the text as a whole would; a match in the folded text covers whole
+/// clusters of the original.
 #[derive(Debug)]
 pub(crate) struct Folded {
     text: String,
-    /// Per cluster, in order: where its folding starts in `text`, and the cluster's
-    /// byte range in the original.
-    clusters: Vec<(usize, usize, usize)>,
+    /// Per cluster, in order: where its folding starts in `text`, and where the
+    /// cluster starts in the original (it ends where the next one starts).
+    clusters: Vec<(usize, usize)>,
+    len: usize,
 }
 
 impl Folded {
     pub(crate) fn new(original: &str) -> Self {
-        use unicode_normalization::char::canonical_combining_class;
+        use unicode_normalization::char::canonical_combining_class as class;
         let mut folded = Folded {
             text: String::with_capacity(original.len()),
             clusters: Vec::new(),
+            len: original.len(),
         };
+        // A cluster starts at a character of combining class 0 whose decomposition
+        // does not start with a mark (U+0F73, halfwidth "ﾞ" do).
         let mut starts: Vec<usize> = original
             .char_indices()
-            .filter(|&(i, c)| i == 0 || canonical_combining_class(c) == 0)
+            .filter(|&(i, c)| {
+                i == 0
+                    || (class(c) == 0
+                        && std::iter::once(c)
+                            .nfkd()
+                            .next()
+                            .is_none_or(|d| class(d) == 0))
+            })
             .map(|(i, _)| i)
             .collect();
         starts.push(original.len());
         for pair in starts.windows(2) {
-            let (from, to) = (pair[0], pair[1]);
-            folded.clusters.push((folded.text.len(), from, to));
-            for c in original[from..to].nfkd() {
-                match c {
+            folded.clusters.push((folded.text.len(), pair[0]));
+            for d in original[pair[0]..pair[1]].nfkd() {
+                match d {
                     'ß' | 'ẞ' => folded.text.push_str("ss"),
-                    c => folded.text.extend(c.to_lowercase()),
+                    'ς' => folded.text.push('σ'),
+                    'ı' => folded.text.push('i'),
+                    '\u{2018}' | '\u{2019}' | '\u{02bc}' => folded.text.push('\''),
+                    '\u{307}' if folded.text.ends_with(['i', 'j']) => {}
+                    d if invisible(d) => {}
+                    d => folded.text.extend(d.to_lowercase()),
                 }
             }
         }
@@ -212,17 +237,38 @@ impl Folded {
     /// The original byte range of the clusters that the folded range `[start, end)`
     /// touches.
     fn origin(&self, start: usize, end: usize) -> (usize, usize) {
+        // The last cluster whose folding starts at or before `at` (one that folds to
+        // nothing gives way to the next).
         let cluster = |at: usize| {
-            let i = self
-                .clusters
-                .partition_point(|&(folded, _, _)| folded <= at);
-            self.clusters[i.saturating_sub(1)]
+            self.clusters
+                .partition_point(|&(folded, _)| folded <= at)
+                .saturating_sub(1)
         };
-        (
-            cluster(start).1,
-            cluster(end.saturating_sub(1).max(start)).2,
-        )
+        let first = cluster(start);
+        let last = cluster(end.saturating_sub(1).max(start));
+        let end = self.clusters.get(last + 1).map_or(self.len, |&(_, at)| at);
+        (self.clusters.get(first).map_or(0, |&(_, at)| at), end)
     }
+}
+
+/// Characters that show nothing and may sit inside a word: the soft hyphen, zero-width
+/// spaces and joiners, direction marks, word joiners, variation selectors and the byte
+/// order mark (Unicode's default-ignorable code points, but for the Hangul fillers).
+fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{34f}'
+            | '\u{61c}'
+            | '\u{180b}'..='\u{180f}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{fe00}'..='\u{fe0f}'
+            | '\u{feff}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e0fff}'
+    )
 }
 
 /// A compiled set of redactions.
@@ -526,7 +572,57 @@ mod tests {
         assert_eq!(redact(&kinds, "Zoë, Fiona, é"), "Zoë, [name], é");
     }
 
+    #[test]
+    fn a_name_matches_through_typography_and_other_case_rules() {
+        let cases = [
+            // A final sigma is a sigma.
+            ("Σωκράτης", "ΣΩΚΡΆΤΗΣ"),
+            ("O'Brien", "O\u{2019}Brien"),
+            ("O\u{2019}Brien", "o'brien"),
+            // Invisible characters inside the name.
+            ("Anna", "An\u{ad}na"),
+            ("Anna", "An\u{200b}na"),
+            // The Turkish dotted capital and dotless small "i".
+            ("İlker", "ILKER"),
+            ("İlker", "ilker"),
+            ("Işık", "IŞIK"),
+        ];
+        for (configured, written) in cases {
+            let kinds = vec![Redaction::Names(vec![configured.into()])];
+            assert_eq!(
+                redact(&kinds, &format!("ask {written} now")),
+                "ask [name] now",
+                "{configured:?} in {written:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_name_is_a_whole_word_whatever_ends_it() {
+        // A name ending in an accent does not match the start of a longer word, and
+        // spaces around a configured name are not part of it.
+        for (configured, text) in [
+            ("René", "Renée came"),
+            ("Lệ", "ra lệnh"),
+            ("Ann ", "Anna and Annual"),
+            (" Ann", "Joann"),
+        ] {
+            let kinds = vec![Redaction::Names(vec![configured.into()])];
+            assert_eq!(redact(&kinds, text), text, "{configured:?} in {text:?}");
+        }
+        let kinds = vec![Redaction::Names(vec![" Ann ".into()])];
+        assert_eq!(redact(&kinds, "Ann, Anna"), "[name], Anna");
+    }
+
     proptest::proptest! {
+        /// Canonically equivalent texts fold to the same text.
+        #[test]
+        fn a_text_folds_alike_composed_or_decomposed(text in "\\PC{0,12}") {
+            let nfc: String = text.nfc().collect();
+            let nfd: String = text.nfd().collect();
+            proptest::prop_assert_eq!(Folded::new(&nfc).text, Folded::new(&nfd).text);
+        }
+
         /// Whatever surrounds it and however its marks are written, a name is redacted,
         /// and the text is cut only between clusters (never inside a character).
         #[test]

@@ -157,6 +157,23 @@ fn anonymise_replaces_user_ids_with_stable_keyed_pseudonyms() {
 }
 
 #[test]
+fn anonymise_finds_every_name_in_the_text_as_written() {
+    let mut policies = WritePolicies::default();
+    policies.system.shared.transforms = vec![Transform::AnonymiseUsers {}];
+    let set = WritePolicySet::new(policies, key()).unwrap();
+    // A user called "user" is not found again inside the pseudonym given to another
+    // ("user-…"), whichever is replaced first.
+    let text = "Zoe-Smith met user; ZOE-SMITH left";
+    let split = set
+        .split(u("zoe-smith"), a("helper"), text, &[u("user")])
+        .unwrap();
+    let k = key();
+    let zoe = pseudonym(u("zoe-smith"), &k);
+    let expected = format!("{zoe} met {}; {zoe} left", pseudonym(u("user"), &k));
+    assert_eq!(split.shared.text(), Some(expected.as_str()));
+}
+
+#[test]
 fn invalid_patterns_are_refused_when_loading() {
     let mut policies = WritePolicies::default();
     policies.system.private.transforms = vec![Transform::Block {
