@@ -23,7 +23,8 @@ use colmem_ama::{
 };
 use colmem_core::{Fragment, Granularity, Timestamp, UserId};
 use colmem_eval::locomo::{self, Conversation};
-use colmem_eval::metrics::{bleu1, recall_at_k, token_f1};
+use colmem_eval::locomo_score::locomo_f1;
+use colmem_eval::metrics::{bleu1, recall_at_k};
 use colmem_index::{FusionConfig, Query};
 use colmem_llm::{ApproxTokenCounter, Embedder, OfflineConfig, OfflineEmbedder, TokenCounter};
 use serde::Serialize;
@@ -133,7 +134,8 @@ struct Tally {
     recall: BTreeMap<u8, BTreeMap<usize, Vec<f64>>>,
     context_ratio: Vec<f64>,
     query_ms: Vec<f64>,
-    f1: Vec<f64>,
+    /// LoCoMo's F1 of each answer, by category.
+    f1: BTreeMap<u8, Vec<f64>>,
     bleu: Vec<f64>,
 }
 
@@ -157,6 +159,17 @@ impl Tally {
             .iter()
             .filter(|(c, _)| category.is_none_or(|want| **c == want))
             .flat_map(|(_, by_k)| by_k.get(&k).into_iter().flatten().copied())
+            .collect();
+        mean(&values)
+    }
+
+    /// The mean LoCoMo F1 of the answers of `category`, or of all.
+    fn f1(&self, category: Option<u8>) -> f64 {
+        let values: Vec<f64> = self
+            .f1
+            .iter()
+            .filter(|(c, _)| category.is_none_or(|want| **c == want))
+            .flat_map(|(_, f1)| f1.iter().copied())
             .collect();
         mean(&values)
     }
@@ -201,13 +214,13 @@ struct ByCategory {
 }
 
 impl ByCategory {
-    fn of(tally: &Tally, k: usize) -> Self {
+    fn of(score: impl Fn(Option<u8>) -> f64) -> Self {
         ByCategory {
-            overall: tally.mean(None, k),
-            c1: tally.mean(Some(1), k),
-            c2: tally.mean(Some(2), k),
-            c3: tally.mean(Some(3), k),
-            c4: tally.mean(Some(4), k),
+            overall: score(None),
+            c1: score(Some(1)),
+            c2: score(Some(2)),
+            c3: score(Some(3)),
+            c4: score(Some(4)),
         }
     }
 }
@@ -230,6 +243,12 @@ struct Summary {
     query_p50_ms: f64,
     query_p99_ms: f64,
     baseline_bm25_recall_at_10: Option<f64>,
+    /// With `--answer`: LoCoMo's F1 of the answers, overall and by category.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer_f1: Option<ByCategory>,
+    /// With `--answer`: the mean BLEU-1 of the answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer_bleu1: Option<f64>,
 }
 
 fn embedder(args: &EvalLocomoArgs) -> Result<Arc<dyn Embedder>> {
@@ -510,7 +529,9 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
                         .context_ratio
                         .push(context as f64 / whole.max(1) as f64);
                     if let (Some(answer), Some(gold)) = (&ranked.answer, &question.answer) {
-                        tally.f1.push(token_f1(answer, gold));
+                        if let Some(f1) = locomo_f1(question.category, answer, gold) {
+                            tally.f1.entry(question.category).or_default().push(f1);
+                        }
                         tally.bleu.push(bleu1(answer, gold));
                     }
                 }
@@ -572,10 +593,14 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
     );
     if args.answer {
         println!(
-            "answers: token F1 {:.3}, BLEU-1 {:.3} ({} answered)",
-            mean(&ama.f1),
+            "answers ({} answered), scored by LoCoMo's evaluation.py (Porter stems; multi-hop by sub-answer): F1 {:.3} (c1 {:.3}, c2 {:.3}, c3 {:.3}, c4 {:.3}); BLEU-1 {:.3}",
+            ama.bleu.len(),
+            ama.f1(None),
+            ama.f1(Some(1)),
+            ama.f1(Some(2)),
+            ama.f1(Some(3)),
+            ama.f1(Some(4)),
             mean(&ama.bleu),
-            ama.f1.len()
         );
     }
     if args.json {
@@ -584,9 +609,11 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
             .position(|s| *s == System::Bm25Turns)
             .map(|i| tallies[i].mean(None, 10));
         let summary = Summary {
-            recall_at_5: ByCategory::of(ama, 5),
-            recall_at_10: ByCategory::of(ama, 10),
-            recall_at_25: ByCategory::of(ama, 25),
+            recall_at_5: ByCategory::of(|c| ama.mean(c, 5)),
+            recall_at_10: ByCategory::of(|c| ama.mean(c, 10)),
+            recall_at_25: ByCategory::of(|c| ama.mean(c, 25)),
+            answer_f1: args.answer.then(|| ByCategory::of(|c| ama.f1(c))),
+            answer_bleu1: args.answer.then(|| mean(&ama.bleu)),
             context_token_ratio: mean(&ama.context_ratio),
             questions: ama.questions(),
             leaks,

@@ -1,6 +1,11 @@
-//! Integration tests of colmem-eval on the real LoCoMo dev file, when it is beside the repository.
+//! Integration tests of colmem-eval: the loader on the real LoCoMo dev file, when it is
+//! beside the repository, and the LoCoMo scorer and Porter stemmer against their Python
+//! originals.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod locomo_score;
+mod porter;
 
 use std::path::PathBuf;
 
