@@ -54,8 +54,9 @@ pub struct EvalLocomoArgs {
     /// turns: the missed turns' text and the turns ranked above them.
     #[arg(long)]
     pub verbose: bool,
-    /// Also answer each question and score token F1 and BLEU-1 against the gold answers:
-    /// through the OpenAI-compatible model given by --chat-url and --chat-model, or
+    /// Also answer each question and score the answers against the gold ones by LoCoMo's
+    /// F1 (its evaluation.py) and BLEU-1: answered through the OpenAI-compatible model
+    /// given by --chat-url and --chat-model, or
     /// offline (the best evidence span) when none is given.
     #[arg(long)]
     pub answer: bool,
