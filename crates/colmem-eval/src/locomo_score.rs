@@ -19,8 +19,7 @@
 //!   multi-hop [`multi_answer_f1`] first splits on them ("1,000" is "1" and "000").
 //! - A category-3 gold answer is cut at its first ";" before scoring.
 
-use std::collections::HashMap;
-
+use crate::metrics::bag_f1;
 use crate::porter;
 
 /// The LoCoMo F1 of `prediction` against the `gold` answer of a question of
@@ -61,15 +60,7 @@ pub fn normalize(text: &str) -> String {
 /// prediction and gold answer (a bag of tokens, counted with multiplicity). 0 when they
 /// share no token, which includes either or both being empty.
 pub fn stemmed_f1(prediction: &str, gold: &str) -> f64 {
-    let predicted = stemmed_tokens(prediction);
-    let expected = stemmed_tokens(gold);
-    let shared = shared_count(&predicted, &expected);
-    if shared == 0 {
-        return 0.0;
-    }
-    let precision = shared as f64 / predicted.len() as f64;
-    let recall = shared as f64 / expected.len() as f64;
-    2.0 * precision * recall / (precision + recall)
+    bag_f1(&stemmed_tokens(prediction), &stemmed_tokens(gold))
 }
 
 /// LoCoMo's `f1` for multi-hop answers: both answers are split on commas into
@@ -99,25 +90,6 @@ fn stemmed_tokens(text: &str) -> Vec<String> {
         .into_iter()
         .map(porter::stem)
         .collect()
-}
-
-/// The size of the multiset intersection of the two bags of tokens, Python's
-/// `sum((Counter(a) & Counter(b)).values())`.
-fn shared_count(a: &[String], b: &[String]) -> usize {
-    let mut available: HashMap<&str, usize> = HashMap::new();
-    for token in b {
-        *available.entry(token).or_insert(0) += 1;
-    }
-    let mut shared = 0;
-    for token in a {
-        if let Some(n) = available.get_mut(token.as_str())
-            && *n > 0
-        {
-            *n -= 1;
-            shared += 1;
-        }
-    }
-    shared
 }
 
 /// `re.sub(r'\b(a|an|the|and)\b', ' ', text)`: a match is a whole run of word
@@ -180,13 +152,6 @@ mod tests {
         // U+001F separates words for Python, and "a" is then an article.
         assert_eq!(normalize("a\u{1f}b"), "b");
         assert_eq!(normalize(""), "");
-    }
-
-    #[test]
-    fn shared_count_is_a_multiset_intersection() {
-        let bag = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
-        assert_eq!(shared_count(&bag("x x y"), &bag("x y y")), 2);
-        assert_eq!(shared_count(&bag("x x x"), &bag("x")), 1);
     }
 
     #[test]

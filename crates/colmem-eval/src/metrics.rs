@@ -56,12 +56,17 @@ pub fn token_f1(prediction: &str, gold: &str) -> f64 {
             0.0
         };
     }
-    let common = overlap(&p, &g);
+    bag_f1(&p, &g)
+}
+
+/// F1 of two bags of tokens, counted with multiplicity: 0 when they share none.
+pub(crate) fn bag_f1(prediction: &[String], gold: &[String]) -> f64 {
+    let common = overlap(prediction, gold);
     if common == 0 {
         return 0.0;
     }
-    let precision = common as f64 / p.len() as f64;
-    let recall = common as f64 / g.len() as f64;
+    let precision = common as f64 / prediction.len() as f64;
+    let recall = common as f64 / gold.len() as f64;
     2.0 * precision * recall / (precision + recall)
 }
 
