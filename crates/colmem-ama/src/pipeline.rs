@@ -500,8 +500,9 @@ impl Pipeline {
 
     /// [`Pipeline::remember`], safe to retry under `idempotency_key` (scoped to the
     /// caller's user): once a call with the key has finished, a call with it again
-    /// (whatever its turn: the key decides) writes nothing and returns what the
-    /// first wrote, with `replayed` set. A retry of a call that failed part-way
+    /// and the same turn writes nothing and returns what the first wrote, with
+    /// `replayed` set; one with another turn (its dialogue id or its words) under the
+    /// key is refused with the store's `IdempotencyConflict`. A retry of a call that failed part-way
     /// finishes the work without a second copy of a fact or turn already written.
     pub fn remember_keyed(
         &self,
@@ -513,6 +514,27 @@ impl Pipeline {
         if let Some(key) = &key
             && let Some(written) = self.store.idempotent_ids(key)?
         {
+            // The key names one turn: another turn or other words under it are refused,
+            // not taken for a retry and lost.
+            let asked = self.private_turn(caller, turn).map(|t| said(&t));
+            for id in &written {
+                let stored = match self.store.get(*id) {
+                    Ok(stored) => stored,
+                    Err(colmem_store::Error::NotFound { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                if stored.granularity == Granularity::RawTurn
+                    && (stored.provenance.source.turns != [turn.dialogue_id.clone()]
+                        || !asked
+                            .as_deref()
+                            .is_some_and(|asked| as_written(caller, &stored, asked)))
+                {
+                    return Err(colmem_store::Error::IdempotencyConflict {
+                        key: idempotency_key.unwrap_or_default().to_owned(),
+                    }
+                    .into());
+                }
+            }
             return Ok(Remembered {
                 written,
                 replayed: true,
@@ -567,27 +589,11 @@ impl Pipeline {
         // person's facts are never taken for another's. A turn the write policy would
         // not keep even privately is not remembered: nothing is drawn from it, and no
         // episode summarises it later.
-        let private = |text: &str| {
-            caller
-                .policy_part(Scope::User, text)
-                .text()
-                .map(str::to_owned)
-        };
-        let (Some(text), Some(speaker), Some(listener)) = (
-            private(&turn.text),
-            caller.written_name(&turn.speaker),
-            caller.written_name(&turn.listener),
-        ) else {
+        let Some(turn) = &self.private_turn(caller, turn) else {
             return Ok(Remembered {
                 withheld: 1,
                 ..Remembered::default()
             });
-        };
-        let turn = &TurnInput {
-            text,
-            speaker,
-            listener,
-            ..turn.clone()
         };
         let (construction, buffered) = {
             let mut open = self
@@ -713,6 +719,20 @@ impl Pipeline {
         outcome.written.sort();
         outcome.written.dedup();
         Ok(outcome)
+    }
+
+    /// The turn as its private part says it: its text and the names of who speaks and
+    /// listens as the write policy keeps them privately; `None` if it keeps nothing.
+    fn private_turn(&self, caller: &Caller<'_>, turn: &TurnInput) -> Option<TurnInput> {
+        Some(TurnInput {
+            text: caller
+                .policy_part(Scope::User, &turn.text)
+                .text()?
+                .to_owned(),
+            speaker: caller.written_name(&turn.speaker)?,
+            listener: caller.written_name(&turn.listener)?,
+            ..turn.clone()
+        })
     }
 
     /// Summarises and writes the open episode of a session, if any: in the agent's

@@ -259,7 +259,13 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
             .filter(|line| !line.is_empty())
             .collect()
     } else {
-        vec![args.text.join(" ")]
+        let text = args.text.join(" ");
+        let text = text.trim();
+        if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![text.to_owned()]
+        }
     };
     if texts.is_empty() {
         return Err(invalid(
@@ -273,6 +279,20 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         .speaker
         .clone()
         .unwrap_or_else(|| args.party.user.clone());
+    // Every line fits, or none is written: a turn is stored as "speaker: words".
+    let limit = memory.config().store.max_value_bytes;
+    if let Some((i, text)) = texts
+        .iter()
+        .enumerate()
+        .find(|(_, text)| speaker.len() + 2 + text.len() > limit)
+    {
+        return Err(invalid(format!(
+            "turn {} of {} is {} bytes as stored, over the limit of {limit}: nothing was remembered; split it or raise [store] max_value_bytes",
+            i + 1,
+            texts.len(),
+            speaker.len() + 2 + text.len()
+        )));
+    }
     let listener = args
         .listener
         .clone()
@@ -329,6 +349,14 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
             "deleted": deleted,
             "refused": refused,
         }))?;
+    } else if replayed {
+        // A retry of a finished run: nothing new, only what that run wrote.
+        let ids: Vec<String> = written.iter().map(|id| id.to_string()).collect();
+        say!(
+            "replayed {} turn(s) under the idempotency key: nothing written; the first run wrote {}",
+            texts.len(),
+            ids.join(" ")
+        );
     } else {
         say!(
             "remembered {} turn(s): {} fragment(s) written, {} superseded, {} deleted, {} kept by the delete rule",

@@ -249,8 +249,9 @@ pub struct RememberArgs {
     #[arg(long)]
     pub not_user: bool,
     /// Make the command safe to retry: running it again with the same key (and
-    /// user) writes nothing and reports what the first run wrote.
-    #[arg(long)]
+    /// user) and the same words writes nothing and reports what the first run wrote;
+    /// other words under the key are refused (exit 6).
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub idempotency_key: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]

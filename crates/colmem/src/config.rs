@@ -271,6 +271,9 @@ impl IndexConfig {
     }
 }
 
+/// The smallest `[store] max_value_bytes` accepted.
+const MIN_VALUE_BYTES: usize = 1024;
+
 /// SQLite settings.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -350,10 +353,31 @@ impl Config {
     /// Parses a configuration from TOML text; `origin` names it in errors (a path).
     /// Errors name the key and the line.
     pub fn from_toml(text: &str, origin: &str) -> Result<Config> {
-        toml::from_str(text).map_err(|e| Error::ConfigFile {
+        let config: Config = toml::from_str(text).map_err(|e| Error::ConfigFile {
             path: origin.to_owned(),
             message: e.to_string().trim_end().to_owned(),
-        })
+        })?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Refuses settings that parse but cannot work together: a retriever whose k
+    /// bounds are out of order, a store that could hold no text.
+    fn check(&self) -> Result<()> {
+        let r = &self.retriever;
+        if !(1 <= r.k_min && r.k_min <= r.k_base && r.k_base <= r.k_max) {
+            return Err(Error::InvalidConfig(format!(
+                "[retriever] needs 1 <= k_min <= k_base <= k_max, not k_min = {}, k_base = {}, k_max = {}",
+                r.k_min, r.k_base, r.k_max
+            )));
+        }
+        if self.store.max_value_bytes < MIN_VALUE_BYTES {
+            return Err(Error::InvalidConfig(format!(
+                "[store] max_value_bytes = {} is below {MIN_VALUE_BYTES}: no turn would fit",
+                self.store.max_value_bytes
+            )));
+        }
+        Ok(())
     }
 
     /// Reads `path` (the defaults if it does not exist and `required` is false),
@@ -364,8 +388,11 @@ impl Config {
         vars: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Config> {
         let origin = path.display().to_string();
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        let text = match std::fs::read(path) {
+            Ok(bytes) => String::from_utf8(bytes).map_err(|e| Error::ConfigFile {
+                path: origin.clone(),
+                message: format!("not UTF-8 text ({e})"),
+            })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => String::new(),
             Err(source) => {
                 return Err(Error::Io {
@@ -393,12 +420,15 @@ impl Config {
         if applied.is_empty() {
             return Config::from_toml(&text, &origin);
         }
-        toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| Error::ConfigEnv {
-                vars: applied.join(", "),
-                message: e.to_string().trim_end().to_owned(),
-            })
+        let config: Config =
+            toml::Value::Table(table)
+                .try_into()
+                .map_err(|e: toml::de::Error| Error::ConfigEnv {
+                    vars: applied.join(", "),
+                    message: e.to_string().trim_end().to_owned(),
+                })?;
+        config.check()?;
+        Ok(config)
     }
 
     /// [`Config::load`] with the process's environment.
@@ -756,6 +786,41 @@ mod tests {
             Config::load(&path, true, Vec::new()),
             Err(Error::Io { .. })
         ));
+    }
+
+    #[test]
+    fn settings_that_cannot_work_together_are_refused() {
+        for (text, env, says) in [
+            (
+                "[retriever]\nk_min = 50\nk_max = 5\n",
+                &[][..],
+                "k_min <= k_base <= k_max",
+            ),
+            ("[retriever]\nk_min = 0\n", &[][..], "1 <= k_min"),
+            ("", &[("COLMEM_RETRIEVER__K_BASE", "99")][..], "k_base = 99"),
+            (
+                "[store]\nmax_value_bytes = 0\n",
+                &[][..],
+                "max_value_bytes = 0",
+            ),
+        ] {
+            let err = load_text(text, env).unwrap_err();
+            assert!(matches!(err, Error::InvalidConfig(_)), "{text:?}: {err}");
+            assert!(err.to_string().contains(says), "{text:?}: {err}");
+            assert_eq!(err.kind(), colmem_core::ErrorKind::InvalidInput);
+        }
+        assert!(Config::from_toml("[retriever]\nk_max = 2\n", "test").is_err());
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_a_malformed_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("colmem.toml");
+        std::fs::write(&path, b"[store]\n\xff\xfe = 1\n").unwrap();
+        let err = Config::load(&path, true, vars(&[])).unwrap_err();
+        assert!(matches!(err, Error::ConfigFile { .. }), "{err}");
+        assert!(err.to_string().contains("not UTF-8"), "{err}");
+        assert_eq!(err.kind(), colmem_core::ErrorKind::InvalidInput);
     }
 }
 

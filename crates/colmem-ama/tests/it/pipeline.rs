@@ -499,7 +499,7 @@ fn a_history_read_answers_with_what_held_then_though_it_was_replaced_later() {
 }
 
 #[test]
-fn a_keyed_remember_is_written_once_however_often_it_is_retried() {
+fn a_keyed_remember_is_written_once_however_often_it_is_retried_and_refuses_another_turn() {
     let (world, u, a) = one_pair();
     let said = turn("D1:1", "I live in Denver and I work at Globex.");
     let caller = world.caller(u, a).unwrap();
@@ -535,13 +535,21 @@ fn a_keyed_remember_is_written_once_however_often_it_is_retried() {
     for id in &done.written {
         assert!(retried.written.contains(id), "{retried:?} vs {done:?}");
     }
-    // The key decides, not the turn: a reused key replays what it wrote.
-    let other = world
-        .pipeline
-        .remember_keyed(&caller, &turn("D1:3", "I run on Sundays."), Some("req-1"))
-        .unwrap();
-    assert!(other.replayed, "{other:?}");
-    assert_eq!(other.written, first.written);
+    // A key names one turn: another turn, or other words under its dialogue id, is
+    // refused rather than replayed and lost; nothing is written.
+    let before = stored(&world, u, a);
+    for other in [
+        turn("D1:3", "I run on Sundays."),
+        turn("D1:1", "I live in Boston now."),
+    ] {
+        let err = world
+            .pipeline
+            .remember_keyed(&caller, &other, Some("req-1"))
+            .unwrap_err();
+        assert_eq!(err.kind(), colmem_core::ErrorKind::Conflict, "{err}");
+        assert!(err.to_string().contains("req-1"), "{err}");
+    }
+    assert_eq!(stored(&world, u, a), before);
 }
 
 #[test]

@@ -216,6 +216,59 @@ fn a_keyed_remember_run_twice_writes_once() {
     for id in again["written"].as_array().unwrap() {
         assert!(written.contains(id), "{again} vs {first}");
     }
+    // As text, a replay says so and writes nothing.
+    let text_args: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+    let out = env.ok(&text_args);
+    assert!(
+        out.contains("replayed 1 turn(s)") && out.contains("nothing written"),
+        "{out}"
+    );
+    // Other words under the key are refused, not lost behind a replay.
+    let mut other = text_args.clone();
+    *other.last_mut().unwrap() = "I moved to Lisbon.";
+    let err = env.fails(&other, 6);
+    assert!(err.contains("req-7") && err.contains("fresh key"), "{err}");
+    assert_eq!(count(&env), before);
+    env.fails(
+        &[
+            "remember",
+            "--user",
+            "alice",
+            "--agent",
+            "helper",
+            "--idempotency-key",
+            "",
+            "x",
+        ],
+        2,
+    );
+}
+
+#[test]
+fn remember_writes_every_line_or_none() {
+    let env = Env::with_alice();
+    let recalled = |env: &Env| recall_contents(env, "alice", "helper", "line fine three").len();
+    let before = recalled(&env);
+    // Blank words are nothing to remember.
+    for blank in ["", "   "] {
+        let err = env.fails(
+            &["remember", "--user", "alice", "--agent", "helper", blank],
+            3,
+        );
+        assert!(err.contains("nothing to remember"), "{err}");
+    }
+    // One line over the limit: none is written, and the message says so.
+    let input = format!("line one is fine\n{}\nline three\n", "x".repeat(70_000));
+    let out = env.run_with(
+        &["remember", "--user", "alice", "--agent", "helper"],
+        Some(&input),
+    );
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(
+        out.stderr.contains("turn 2 of 3") && out.stderr.contains("nothing was remembered"),
+        "{out:?}"
+    );
+    assert_eq!(recalled(&env), before);
 }
 
 #[test]
