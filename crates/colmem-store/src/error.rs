@@ -79,6 +79,14 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// The file is empty: not a store, though SQLite would start a new one in it.
+    #[error(
+        "{path} is an empty file, not a colmem store (a creation cut short leaves one): remove it to start a new store, or restore a backup"
+    )]
+    EmptyFile {
+        /// The file.
+        path: PathBuf,
+    },
     /// The database file is damaged.
     #[error("the database is damaged ({detail}): restore it from a backup")]
     Corrupt {
@@ -138,7 +146,9 @@ impl Error {
             | Error::CannotOpen { .. }
             | Error::SchemaTooNew { .. }
             | Error::SchemaTooOld { .. } => ErrorKind::Unavailable,
-            Error::NotADatabase { .. } | Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::NotADatabase { .. } | Error::EmptyFile { .. } | Error::Corrupt { .. } => {
+                ErrorKind::Corrupt
+            }
             Error::Sqlite(_) => ErrorKind::Internal,
         }
     }

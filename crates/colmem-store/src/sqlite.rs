@@ -570,7 +570,8 @@ impl SqliteStore {
     }
 }
 
-/// Refuses a non-empty file that does not start like a SQLite database, without opening it.
+/// Refuses, without opening it, a file that does not start like a SQLite database, and
+/// an empty one.
 fn check_header(path: &Path) -> Result<()> {
     let mut file = match std::fs::File::open(path) {
         Ok(file) => file,
@@ -590,7 +591,13 @@ fn check_header(path: &Path) -> Result<()> {
             path: path.to_path_buf(),
             detail: e.to_string(),
         })?;
-    if header.is_empty() || header == SQLITE_MAGIC {
+    // SQLite would start a new store in an empty file: nothing opened writes one
+    // (a store's file holds its first page from the moment it is opened).
+    if header.is_empty() {
+        Err(Error::EmptyFile {
+            path: path.to_path_buf(),
+        })
+    } else if header == SQLITE_MAGIC {
         Ok(())
     } else {
         Err(Error::NotADatabase {

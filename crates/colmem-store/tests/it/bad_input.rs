@@ -31,6 +31,26 @@ fn a_file_that_is_not_a_database_is_refused_untouched() {
 }
 
 #[test]
+fn an_empty_file_is_refused_and_no_store_is_ever_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.db");
+    std::fs::write(&path, b"").unwrap();
+    let err = SqliteStore::open(&path, StoreConfig::default()).unwrap_err();
+    assert!(matches!(err, Error::EmptyFile { .. }), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Corrupt);
+    assert!(err.to_string().contains("remove it"), "{err}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "it was written");
+
+    // A new store's file holds its first page as soon as it is opened, before any
+    // write, and even if the process dies then: no store is refused as empty.
+    let path = dir.path().join("new.db");
+    let store = open(&path);
+    assert!(std::fs::metadata(&path).unwrap().len() > 0);
+    std::mem::forget(store);
+    open(&path);
+}
+
+#[test]
 fn a_damaged_database_gives_a_corrupt_error_and_is_not_written() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
