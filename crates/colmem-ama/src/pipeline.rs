@@ -789,6 +789,16 @@ impl Pipeline {
         query: &str,
         options: &RecallOptions,
     ) -> Result<Recall> {
+        if !query.chars().any(char::is_alphanumeric) {
+            return Err(Error::InvalidInput(format!(
+                "a recall needs words to search for, not {query:?}"
+            )));
+        }
+        if options.k == Some(0) {
+            return Err(Error::InvalidInput(
+                "a recall asks for at least 1 fragment, not 0".into(),
+            ));
+        }
         self.index.catch_up(self.store.as_ref())?;
         let plan = self.roles.retriever.plan(query, &options.context)?;
         let k = options.k.unwrap_or(plan.k).max(1);

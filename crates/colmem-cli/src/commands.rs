@@ -667,24 +667,25 @@ fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
     }
 }
 
-/// A principal name from free text: invalid characters become `-`.
-fn principal_name(text: &str) -> String {
-    let name: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '@') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .take(128) // the longest principal name
-        .collect();
-    if name.is_empty() {
-        "conversation".to_owned()
-    } else {
-        name
+/// The user a conversation is imported as, named after its sample id: letters,
+/// digits and `- . : @` as they are, any other character (`_` too) as `_hex_`, so
+/// that two sample ids never name one user ("conv 1" is `conv_20_1`, "conv-1" is
+/// itself, in this file or the next).
+fn user_name(sample_id: &str) -> Result<String> {
+    let mut name = String::with_capacity(sample_id.len());
+    for c in sample_id.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':' | '@') {
+            name.push(c);
+        } else {
+            name.push_str(&format!("_{:x}_", u32::from(c)));
+        }
     }
+    if name.is_empty() {
+        return Err(invalid(
+            "a conversation has an empty sample_id: give it one",
+        ));
+    }
+    Ok(name)
 }
 
 fn progress_bar(len: u64, what: &str) -> ProgressBar {
@@ -710,21 +711,28 @@ fn import_locomo(
     }
     let assistant = agent(agent_name)?;
     let memory = open(cli)?;
+    // All that can be refused is refused before anything is written: a sample id
+    // that names no user, a turn over the value limit (stored as "speaker: text").
+    let limit = memory.config().store.max_value_bytes;
+    for conversation in &conversations {
+        user(&user_name(&conversation.sample_id)?)?;
+        for (_, turn) in conversation.dialogue.turns() {
+            let len = turn.speaker.len() + 2 + turn.full_text().len();
+            if len > limit {
+                return Err(invalid(format!(
+                    "turn {} of conversation {} is {len} bytes as stored, over the limit of {limit}: nothing was imported; raise [store] max_value_bytes",
+                    turn.id, conversation.sample_id
+                )));
+            }
+        }
+    }
+    if conversations.is_empty() {
+        say!("the file holds no conversation: nothing imported");
+        return Ok(ExitCode::SUCCESS);
+    }
     let admin = memory.admin();
     if !memory.is_registered(Principal::Agent(assistant)) {
         admin.register(Principal::Agent(assistant))?;
-    }
-    // Each conversation is its own user: two sample ids that name one user ("conv 1"
-    // and "conv-1") would mix two conversations in one memory.
-    let mut names = std::collections::HashMap::new();
-    for conversation in &conversations {
-        let name = principal_name(&conversation.sample_id);
-        if let Some(other) = names.insert(name.clone(), &conversation.sample_id) {
-            return Err(invalid(format!(
-                "the conversations {other:?} and {:?} would both be imported as the user {name:?}; give them distinct sample ids",
-                conversation.sample_id
-            )));
-        }
     }
     let total: u64 = conversations
         .iter()
@@ -733,7 +741,7 @@ fn import_locomo(
     let bar = progress_bar(total, "importing turns");
     let (mut turns, mut fragments) = (0u64, 0u64);
     for conversation in &conversations {
-        let user = user(&principal_name(&conversation.sample_id))?;
+        let user = user(&user_name(&conversation.sample_id)?)?;
         if !memory.is_registered(Principal::User(user)) {
             admin.register(Principal::User(user))?;
         }

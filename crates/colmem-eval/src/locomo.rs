@@ -259,16 +259,27 @@ fn parse_sample(sample: &Value) -> std::result::Result<Conversation, String> {
             if !seen_turns.insert(id) {
                 return Err(format!("{key}[{j}]: the turn id {id} appears twice"));
             }
+            let text = field("text")?.unwrap_or_default();
+            let image_caption = field("blip_caption")?.filter(|c| !c.trim().is_empty());
+            if text.trim().is_empty() && image_caption.is_none() {
+                return Err(format!("{key}[{j}] ({id}) has no text"));
+            }
             turns.push(Turn {
                 id,
                 speaker: field("speaker")?.ok_or(format!("{key}[{j}] has no speaker"))?,
-                text: field("text")?.unwrap_or_default(),
-                image_caption: field("blip_caption")?.filter(|c| !c.trim().is_empty()),
+                text,
+                image_caption,
             });
         }
+        let date = match date_text.as_deref() {
+            None => None,
+            Some(text) => Some(parse_session_date(text).ok_or(format!(
+                "session_{number}_date_time {text:?} is not a date like \"1:56 pm on 8 May, 2023\""
+            ))?),
+        };
         sessions.push(Session {
             number,
-            date: date_text.as_deref().and_then(parse_session_date),
+            date,
             date_text,
             turns,
         });
@@ -453,8 +464,16 @@ mod tests {
                 "session_1[0].text is not text",
             ),
             (
-                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b", "session_1": [{"speaker": "a", "dia_id": "D1:1"}, {"speaker": "b", "dia_id": "D1:1"}]}}]"#,
+                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b", "session_1": [{"speaker": "a", "dia_id": "D1:1", "text": "hi"}, {"speaker": "b", "dia_id": "D1:1", "text": "hi"}]}}]"#,
                 "the turn id D1:1 appears twice",
+            ),
+            (
+                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b", "session_1": [{"speaker": "a", "dia_id": "D1:1", "text": " "}]}}]"#,
+                "session_1[0] (D1:1) has no text",
+            ),
+            (
+                r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b", "session_1_date_time": "not a date", "session_1": [{"speaker": "a", "dia_id": "D1:1", "text": "hi"}]}}]"#,
+                "session_1_date_time \"not a date\" is not a date",
             ),
             (
                 r#"[{"sample_id": "x", "conversation": {"speaker_a": "a", "speaker_b": "b"}}, {"sample_id": "x", "conversation": {"speaker_a": "c", "speaker_b": "d"}}]"#,

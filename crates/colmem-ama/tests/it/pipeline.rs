@@ -1700,6 +1700,22 @@ fn a_recall_asking_for_more_than_the_most_fragments_is_refused_with_a_typed_erro
         assert!(err.to_string().contains("at most 10000"), "{err}");
     }
     assert!(!recall(MAX_K).unwrap().hits.is_empty());
+    let err = recall(0).unwrap_err();
+    assert_eq!(err.kind(), colmem_core::ErrorKind::InvalidInput, "{err}");
+    // A query with no word to search for is refused, not answered with whatever
+    // ranks first.
+    for query in ["", "   ", "🎉", "?!"] {
+        let err = world
+            .pipeline
+            .recall(&caller, query, &RecallOptions::default())
+            .unwrap_err();
+        assert_eq!(
+            err.kind(),
+            colmem_core::ErrorKind::InvalidInput,
+            "{query:?}: {err}"
+        );
+        assert!(err.to_string().contains("words to search for"), "{err}");
+    }
 }
 
 #[test]

@@ -686,17 +686,61 @@ fn import_locomo_reads_dialogue_turns_only() {
         export.matches(turn).count(),
         "a turn imported twice is stored once"
     );
-    // Two sample ids that name one user would mix two conversations.
-    let twins = env.path("twins.json");
+    // Sample ids alike but for a character are two users, in one file or two: the
+    // conversations never mix.
     let one = LOCOMO.trim().trim_start_matches('[').trim_end_matches(']');
-    let twin_text = format!(
-        "[{}, {}]",
-        one.replace("\"conv-1\"", "\"conv 2\""),
-        one.replace("\"conv-1\"", "\"conv-2\"")
+    for (name, id) in [("spaced.json", "conv 1"), ("underscored.json", "conv_1")] {
+        let file = env.path(name);
+        std::fs::write(
+            &file,
+            format!(
+                "[{}]",
+                one.replace("\"conv-1\"", &format!("{id:?}"))
+                    .replace("adoption", "skydiving")
+            ),
+        )
+        .unwrap();
+        env.ok(&["import", "locomo", file.to_str().unwrap()]);
+    }
+    for user in ["conv_20_1", "conv_5f_1"] {
+        let contents = recall_contents(&env, user, "assistant", "researching agencies");
+        assert!(
+            contents.iter().any(|c| c.contains("skydiving")),
+            "{user}: {contents:?}"
+        );
+        assert!(
+            !contents.iter().any(|c| c.contains("adoption")),
+            "{user}: {contents:?}"
+        );
+    }
+    let contents = recall_contents(&env, "conv-1", "assistant", "researching agencies");
+    assert!(
+        !contents.iter().any(|c| c.contains("skydiving")),
+        "{contents:?}"
     );
-    std::fs::write(&twins, twin_text).unwrap();
-    let err = env.fails(&["import", "locomo", twins.to_str().unwrap()], 3);
-    assert!(err.contains("would both be imported"), "{err}");
+    // A turn over the value limit is refused before anything is written.
+    let long = env.path("long.json");
+    std::fs::write(
+        &long,
+        format!(
+            "[{}]",
+            one.replace("\"conv-1\"", "\"conv-9\"")
+                .replace("adoption", &"x".repeat(70_000))
+        ),
+    )
+    .unwrap();
+    let err = env.fails(&["import", "locomo", long.to_str().unwrap()], 3);
+    assert!(err.contains("nothing was imported"), "{err}");
+    env.fails(
+        &["recall", "--user", "conv-9", "--agent", "assistant", "x"],
+        4,
+    );
+    let none = env.path("none.json");
+    std::fs::write(&none, "[]").unwrap();
+    assert!(
+        env.ok(&["import", "locomo", none.to_str().unwrap()])
+            .contains("nothing imported")
+    );
     for secret in [
         "zeppelinobservation",
         "summarysecret",
