@@ -67,6 +67,22 @@ impl std::fmt::Display for Coded {
 
 impl std::error::Error for Coded {}
 
+/// The error and its causes in one line, "outer: cause: …", leaving out a cause whose
+/// words the message before it already holds (an error that shows its source).
+pub fn message(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if out.is_empty() {
+            out = text;
+        } else if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
 /// An invalid-input error with a message that says what to do.
 pub fn invalid(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Coded {
@@ -123,5 +139,19 @@ mod tests {
             ExitCode::from(INTERNAL)
         );
         assert_eq!(for_kind(ErrorKind::Busy), BUSY);
+    }
+
+    #[test]
+    fn a_message_names_each_cause_once() {
+        let io = colmem::Error::Io {
+            what: "cannot read the configuration file",
+            path: "/nowhere/colmem.toml".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "No such file"),
+        };
+        let error = anyhow::Error::new(io).context("loading the configuration");
+        assert_eq!(
+            message(&error),
+            "loading the configuration: cannot read the configuration file /nowhere/colmem.toml: No such file"
+        );
     }
 }

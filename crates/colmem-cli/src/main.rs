@@ -411,7 +411,7 @@ fn main() -> ExitCode {
         // The reader of standard output went away (`| head`): nothing failed.
         Err(error) if exit::closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", exit::message(&error));
             exit::for_error(&error)
         }
     }
