@@ -155,15 +155,18 @@ fn principal_add(
     cli: &Cli,
     kind: PrincipalKind,
     name: &str,
-    group_kind: GroupKindArg,
+    group_kind: Option<GroupKindArg>,
 ) -> Result<ExitCode> {
+    if group_kind.is_some() && !matches!(kind, PrincipalKind::Group) {
+        return Err(invalid("--group-kind is for groups only"));
+    }
     let principal = match kind {
         PrincipalKind::User => Principal::User(user(name)?),
         PrincipalKind::Agent => Principal::Agent(agent(name)?),
         PrincipalKind::Resource => Principal::Resource(resource(name)?),
         PrincipalKind::Group => Principal::Group(
             group(name)?,
-            match group_kind {
+            match group_kind.unwrap_or(GroupKindArg::Crew) {
                 GroupKindArg::Crew => GroupKind::Crew,
                 GroupKindArg::Team => GroupKind::Team,
                 GroupKindArg::Department => GroupKind::Department,

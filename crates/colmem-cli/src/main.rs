@@ -74,9 +74,9 @@ pub enum PrincipalCommand {
         kind: PrincipalKind,
         /// Its name: ASCII letters, digits and _ - . : @.
         name: String,
-        /// For a group: crew, team, department or org.
-        #[arg(long, value_enum, default_value = "crew")]
-        group_kind: GroupKindArg,
+        /// For a group only: crew (the default), team, department or org.
+        #[arg(long, value_enum)]
+        group_kind: Option<GroupKindArg>,
     },
 }
 
@@ -186,14 +186,14 @@ pub struct MemberEdge {
     /// The containing group.
     #[arg(long)]
     pub group: String,
-    /// The member agent.
+    /// The member agent (or give --member-group).
     #[arg(
         long,
         conflicts_with = "member_group",
         required_unless_present = "member_group"
     )]
     pub agent: Option<String>,
-    /// The member group.
+    /// The member group (or give --agent).
     #[arg(long)]
     pub member_group: Option<String>,
 }

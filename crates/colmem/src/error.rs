@@ -76,7 +76,7 @@ pub enum Error {
     Forbidden(#[from] Forbidden),
     /// The access kernel refused a change or a write.
     #[error(transparent)]
-    Access(#[from] colmem_access::AccessError),
+    Access(colmem_access::AccessError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] colmem_store::Error),
@@ -101,6 +101,19 @@ pub enum Error {
     /// The change feed failed.
     #[error(transparent)]
     Feed(#[from] FeedError),
+}
+
+/// The kernel's refusals as the facade says them: an unknown principal names the
+/// command that registers it.
+impl From<colmem_access::AccessError> for Error {
+    fn from(e: colmem_access::AccessError) -> Self {
+        match e {
+            colmem_access::AccessError::UnknownPrincipal { kind, name } => {
+                Error::UnknownPrincipal { kind, name }
+            }
+            e => Error::Access(e),
+        }
+    }
 }
 
 impl Error {

@@ -835,6 +835,13 @@ fn bad_input_is_refused_with_what_to_do() {
     assert!(err.contains("colmem init"), "{err}");
     env.ok(&["init"]);
     env.fails(&["recall", "--user", "ghost", "--agent", "b", "q"], 4);
+    let err = env.fails(&["grant", "invoke", "--user", "ghost", "--agent", "b"], 4);
+    assert!(err.contains("principal add user ghost"), "{err}");
+    let err = env.fails(
+        &["principal", "add", "user", "bob", "--group-kind", "team"],
+        3,
+    );
+    assert!(err.contains("for groups only"), "{err}");
     let err = env.fails(&["principal", "add", "user", "has space"], 3);
     assert!(err.contains("invalid user id"), "{err}");
     let err = env.fails(
