@@ -87,6 +87,12 @@ fn open(cli: &Cli) -> Result<Memory> {
     Ok(Memory::open(&cli.dir, config(cli)?)?)
 }
 
+/// Opens the data directory for recalling beside other recalls (the audit of each
+/// read is written to the store; the index snapshot is left to writers).
+fn open_shared(cli: &Cli) -> Result<Memory> {
+    Ok(Memory::open_shared(&cli.dir, config(cli)?)?)
+}
+
 /// Opens the data directory for reading, beside any writer.
 fn open_read_only(cli: &Cli) -> Result<Memory> {
     Ok(Memory::open_read_only(&cli.dir, config(cli)?)?)
@@ -408,7 +414,7 @@ fn recall(cli: &Cli, args: &crate::RecallArgs) -> Result<ExitCode> {
         ..RecallOptions::default()
     };
     let query = args.query.join(" ");
-    let memory = open(cli)?;
+    let memory = open_shared(cli)?;
     let session = session(&memory, &args.party)?;
     let recall = session.recall(&query, &options)?;
     if args.json {
@@ -472,7 +478,7 @@ fn compose_cards(
     as_json: bool,
     task: &str,
 ) -> Result<ExitCode> {
-    let memory = open(cli)?;
+    let memory = open_shared(cli)?;
     let session = session(&memory, party)?;
     let composition = session.compose_cards(&TaskContext::new(task), budget)?;
     if as_json {

@@ -341,8 +341,23 @@ impl HybridIndex {
         config: HybridConfig,
         feed: &dyn ChangeFeed,
     ) -> Result<(Self, OpenReport)> {
-        let mut index = HybridIndex::new(vector, lexical, config);
+        let (mut index, report) = HybridIndex::load(dir, vector, lexical, config, feed)?;
         index.dir = Some(dir.to_path_buf());
+        index.persist()?;
+        Ok((index, report))
+    }
+
+    /// [`HybridIndex::open`] without writing to `dir`, then or later: it keeps no
+    /// directory, so [`HybridIndex::persist`] does nothing. For a process that
+    /// shares `dir` with others that read it while one that writes it waits.
+    pub fn load(
+        dir: &Path,
+        vector: Arc<dyn VectorIndex>,
+        lexical: Option<Arc<dyn LexicalIndex>>,
+        config: HybridConfig,
+        feed: &dyn ChangeFeed,
+    ) -> Result<(Self, OpenReport)> {
+        let index = HybridIndex::new(vector, lexical, config);
         let mut rebuild_reason = index.restore(dir).err();
         if rebuild_reason.is_none() {
             rebuild_reason = index.strays_from(feed)?;
@@ -351,7 +366,6 @@ impl HybridIndex {
             index.reset()?;
         }
         let catch_up = index.catch_up(feed)?;
-        index.persist()?;
         Ok((
             index,
             OpenReport {

@@ -1,6 +1,7 @@
-//! The data directory's writer lock: an exclusive OS file lock on `dir/lock`,
-//! held while a [`Memory`](crate::Memory) is open for writing, so two processes
-//! never update the same index files.
+//! The data directory's lock: an OS file lock on `dir/lock`, exclusive while a
+//! [`Memory`](crate::Memory) is open for writing, so two processes never update the
+//! same index files, and shared while one is open beside others that never write
+//! them ([`Memory::open_shared`](crate::Memory::open_shared)).
 //!
 //! The lock is the operating system's (`flock` on Unix, `LockFileEx` on
 //! Windows, through `std::fs::File::try_lock`): it is released when the holder
@@ -15,7 +16,7 @@ use crate::error::{Error, Result};
 /// The lock file's name inside the data directory.
 pub const LOCK_FILE: &str = "lock";
 
-/// An exclusive lock on a data directory, released on drop.
+/// A lock on a data directory, released on drop.
 #[derive(Debug)]
 pub(crate) struct DirLock {
     _file: File,
@@ -25,6 +26,17 @@ impl DirLock {
     /// Takes the lock on `dir` without waiting; [`Error::Locked`] if another
     /// process (or another open memory in this one) holds it.
     pub(crate) fn acquire(dir: &Path) -> Result<DirLock> {
+        DirLock::take(dir, false)
+    }
+
+    /// Takes the lock on `dir` shared with other such holders, without waiting;
+    /// [`Error::Locked`] while an exclusive holder has it (and an exclusive taker is
+    /// refused while any shared holder has it).
+    pub(crate) fn acquire_shared(dir: &Path) -> Result<DirLock> {
+        DirLock::take(dir, true)
+    }
+
+    fn take(dir: &Path, shared: bool) -> Result<DirLock> {
         let path = dir.join(LOCK_FILE);
         let io = |source| Error::Io {
             what: "cannot open the lock file",
@@ -38,7 +50,12 @@ impl DirLock {
             .truncate(false)
             .open(&path)
             .map_err(io)?;
-        match file.try_lock() {
+        let taken = if shared {
+            file.try_lock_shared()
+        } else {
+            file.try_lock()
+        };
+        match taken {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 return Err(Error::Locked {
@@ -48,11 +65,11 @@ impl DirLock {
             }
             Err(TryLockError::Error(source)) => return Err(io(source)),
         }
-        // Say who holds it, for the error another process will print.
+        // Say who holds it, for the error another process will print: in one write
+        // of a fixed width over what was there, so no reader finds it empty.
         let pid = std::process::id();
-        file.set_len(0)
-            .and_then(|()| file.seek(SeekFrom::Start(0)))
-            .and_then(|_| writeln!(file, "{pid}"))
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.write_all(format!("{pid:<20}\n").as_bytes()))
             .map_err(io)?;
         Ok(DirLock { _file: file })
     }

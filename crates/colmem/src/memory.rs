@@ -36,6 +36,10 @@ pub enum Access {
     ReadWrite,
     /// Reads only: no lock, the store opened read-only, the index not loaded.
     ReadOnly,
+    /// Reads and writes beside other shared openers, under a shared lock (no
+    /// exclusive opener meanwhile); the index is loaded and kept up in memory but
+    /// its snapshot is never written, so the next exclusive opener catches up.
+    Shared,
 }
 
 /// What only a writable memory carries: the models and what is built on them.
@@ -50,7 +54,12 @@ pub(crate) struct Engine {
 impl Engine {
     /// Builds the models `config` names and opens the index in `dir`, catching up
     /// from the store's change feed.
-    fn open(dir: &Path, config: &Config, store: &Arc<SqliteStore>) -> Result<(Engine, OpenReport)> {
+    fn open(
+        dir: &Path,
+        config: &Config,
+        store: &Arc<SqliteStore>,
+        persist: bool,
+    ) -> Result<(Engine, OpenReport)> {
         let embedder = embedder(&config.embedder)?;
         let vector: Arc<dyn VectorIndex> =
             Arc::new(HnswIndex::new(embedder.dim(), HnswConfig::default())?);
@@ -60,7 +69,12 @@ impl Engine {
             fusion: config.index.fusion(),
             embedder: Some(embedder.id().to_owned()),
         };
-        let (index, report) = HybridIndex::open(
+        let open = if persist {
+            HybridIndex::open
+        } else {
+            HybridIndex::load
+        };
+        let (index, report) = open(
             &dir.join(INDEX_DIR),
             vector,
             Some(lexical),
@@ -166,6 +180,23 @@ impl Memory {
         Memory::open_with(dir, config, Access::ReadOnly, None)
     }
 
+    /// Opens an existing data directory beside other shared openers (other
+    /// processes recalling from it at the same time), under a shared lock:
+    /// [`Error::Locked`] while a [`Memory::open`] holds it, and it holds off one
+    /// meanwhile. Everything works as in [`Memory::open`], the store taking writes
+    /// from all of them, but the index is only caught up in memory: its snapshot is
+    /// never written ([`Memory::flush`] only checkpoints the store).
+    pub fn open_shared(dir: impl AsRef<Path>, config: Config) -> Result<Memory> {
+        let dir = dir.as_ref();
+        if !Memory::exists(dir) {
+            return Err(Error::NotInitialised {
+                dir: dir.to_path_buf(),
+            });
+        }
+        let lock = DirLock::acquire_shared(dir)?;
+        Memory::open_with(dir, config, Access::Shared, Some(lock))
+    }
+
     fn open_with(
         dir: &Path,
         config: Config,
@@ -183,7 +214,7 @@ impl Memory {
             max_value_bytes: config.store.max_value_bytes,
             busy_deadline: Duration::from_millis(config.store.busy_deadline_ms),
             mode: match access {
-                Access::ReadWrite => Mode::ReadWrite,
+                Access::ReadWrite | Access::Shared => Mode::ReadWrite,
                 Access::ReadOnly => Mode::ReadOnly,
             },
             synchronous: if config.store.durable_commits {
@@ -215,8 +246,9 @@ impl Memory {
             PseudonymKey::new(store.secret("pseudonym")?),
         )?;
         let (engine, report) = match access {
-            Access::ReadWrite => {
-                let (engine, report) = Engine::open(dir, &config, &store)?;
+            Access::ReadWrite | Access::Shared => {
+                let persist = access == Access::ReadWrite;
+                let (engine, report) = Engine::open(dir, &config, &store, persist)?;
                 (Some(engine), report)
             }
             // Sessions need a writable memory, so a read-only one never searches nor
@@ -353,8 +385,9 @@ impl Memory {
         Ok(())
     }
 
-    /// Writes the index snapshot and checkpoints the store, so the next open
-    /// restores instead of catching up. Also done on drop, best effort.
+    /// Writes the index snapshot (not when opened shared) and checkpoints the store,
+    /// so the next open restores instead of catching up. Also done on drop, best
+    /// effort.
     pub fn flush(&self) -> Result<()> {
         let engine = self.engine()?;
         engine.index.catch_up(self.store.as_ref())?;

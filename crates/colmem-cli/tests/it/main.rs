@@ -390,11 +390,32 @@ fn a_second_writer_gets_a_clear_error_while_readers_still_work() {
         &["grant", "invoke", "--user", "bob", "--agent", "helper"],
         7,
     );
-    // Audits, exports and backups read beside the writer.
+    // Audits, exports and backups read beside the writer; a recall waits for it.
     assert!(env.ok(&["audit", "verify"]).starts_with("intact"));
     assert!(!env.ok(&["export"]).is_empty());
+    let recall = ["recall", "--user", "alice", "--agent", "helper", "meeting"];
+    env.fails(&recall, 7);
     drop(holder);
     env.alice_tells_helper("More words.");
+    // Recalls share the directory with each other (here with a process recalling
+    // through the library), and hold off a writer meanwhile.
+    let reader = colmem::Memory::open_shared(&env.dir, colmem::Config::default()).unwrap();
+    assert!(env.ok(&recall).contains("Friday"));
+    assert!(env.ok(&recall).contains("Friday"));
+    let err = env.fails(
+        &[
+            "remember",
+            "--user",
+            "alice",
+            "--agent",
+            "helper",
+            "Even more words.",
+        ],
+        7,
+    );
+    assert!(err.contains("(pid "), "the holder's pid is named: {err}");
+    drop(reader);
+    env.alice_tells_helper("Even more words.");
 }
 
 #[test]

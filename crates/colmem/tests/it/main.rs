@@ -315,6 +315,72 @@ fn the_directory_has_one_writer_and_reopening_restores_everything() {
 }
 
 #[test]
+fn shared_openers_recall_together_and_leave_the_index_snapshot_to_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = Memory::open_shared(dir.path(), logical()).unwrap_err();
+    assert!(matches!(missing, Error::NotInitialised { .. }), "{missing}");
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let alice = |m: &Memory, id: &str, text: &str| {
+        m.session(user("alice"), agent("planner"))
+            .unwrap()
+            .remember(&turn(id, "alice", text))
+            .unwrap();
+    };
+    alice(&memory, "D1:1", "My daughter Ingrid plays the violin.");
+    // Not beside a writer, in either order.
+    let err = Memory::open_shared(dir.path(), logical()).unwrap_err();
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    memory.flush().unwrap();
+    drop(memory);
+    let snapshot = |dir: &std::path::Path| {
+        let mut files: Vec<_> = std::fs::read_dir(dir.join("index"))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), e.metadata().unwrap().modified().unwrap())
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = snapshot(dir.path());
+
+    let one = Memory::open_shared(dir.path(), logical()).unwrap();
+    let two = Memory::open_shared(dir.path(), logical()).unwrap();
+    assert!(one.open_report().restored, "{:?}", one.open_report());
+    let err = Memory::open(dir.path(), logical()).unwrap_err();
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    // What one writes, the other recalls: both catch up from the store.
+    alice(&one, "D1:2", "Ingrid joined the youth orchestra in Bergen.");
+    let seen = contents(&two, "alice", "planner", "orchestra Bergen", View::Current);
+    assert!(seen.iter().any(|c| c.contains("Bergen")), "{seen:?}");
+    one.flush().unwrap();
+    drop((one, two));
+    assert_eq!(
+        snapshot(dir.path()),
+        before,
+        "a shared opener wrote the index"
+    );
+
+    // The next writer catches up on what they wrote.
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    assert!(
+        memory.open_report().catch_up.changes > 0,
+        "{:?}",
+        memory.open_report()
+    );
+    let seen = contents(
+        &memory,
+        "alice",
+        "planner",
+        "orchestra Bergen",
+        View::Current,
+    );
+    assert!(seen.iter().any(|c| c.contains("Bergen")), "{seen:?}");
+}
+
+#[test]
 fn an_index_left_beside_another_store_is_rebuilt_from_it() {
     let remembered = |dir: &std::path::Path, u: &str, texts: &[&str]| {
         let memory = Memory::open(dir, logical()).unwrap();
