@@ -371,17 +371,8 @@ fn a_second_writer_gets_a_clear_error_while_readers_still_work() {
     let env = Env::with_alice();
     env.alice_tells_helper("The meeting is on Friday.");
     let holder = colmem::Memory::open(&env.dir, colmem::Config::default()).unwrap();
-    let err = env.fails(
-        &[
-            "remember",
-            "--user",
-            "alice",
-            "--agent",
-            "helper",
-            "More words.",
-        ],
-        7,
-    );
+    let remember = |text| ["remember", "--user", "alice", "--agent", "helper", text];
+    let err = env.fails(&remember("More words."), 7);
     assert!(
         err.contains("in use by another colmem process") && err.contains("lock"),
         "{err}"
@@ -402,17 +393,7 @@ fn a_second_writer_gets_a_clear_error_while_readers_still_work() {
     let reader = colmem::Memory::open_shared(&env.dir, colmem::Config::default()).unwrap();
     assert!(env.ok(&recall).contains("Friday"));
     assert!(env.ok(&recall).contains("Friday"));
-    let err = env.fails(
-        &[
-            "remember",
-            "--user",
-            "alice",
-            "--agent",
-            "helper",
-            "Even more words.",
-        ],
-        7,
-    );
+    let err = env.fails(&remember("Even more words."), 7);
     assert!(err.contains("(pid "), "the holder's pid is named: {err}");
     drop(reader);
     env.alice_tells_helper("Even more words.");
