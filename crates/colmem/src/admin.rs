@@ -12,8 +12,8 @@ use colmem_core::{
 use colmem_store::{AuditStatus, FragmentStore as _};
 use serde::Serialize;
 
-use crate::error::Result;
-use crate::memory::Memory;
+use crate::error::{Error, Result};
+use crate::memory::{Access, Memory};
 
 /// Audit entries read per batch when walking the log.
 const AUDIT_BATCH: usize = 1024;
@@ -71,8 +71,15 @@ impl<'m> Admin<'m> {
     /// before now: appended to the store's log first, and applied to the in-memory
     /// graph only if the store accepted it, under the graph's write lock so no
     /// session sees one without the other.
+    ///
+    /// Only a memory with the directory to itself changes access: the graph of one
+    /// opened shared is built once and would miss another's change (a revocation
+    /// must reach every open session, and the log must replay).
     fn apply(&self, change: AccessChange, at: Option<Timestamp>) -> Result<AccessEvent> {
         self.memory.writable()?;
+        if self.memory.access() == Access::Shared {
+            return Err(Error::Shared);
+        }
         let mut graph = self.memory.graph_mut();
         // One reading of the clock: the default date is the moment checked against.
         let now = self.memory.now();

@@ -60,6 +60,12 @@ pub enum Error {
     /// The memory was opened read-only.
     #[error("this memory is open read-only: open it for writing to change it")]
     ReadOnly,
+    /// An access change on a memory opened shared, whose fellow openers would not
+    /// see it.
+    #[error(
+        "this memory is open shared: access changes need the directory to itself (Memory::open), so that no other open memory misses them"
+    )]
+    Shared,
     /// A file or directory operation failed.
     #[error("{what} {path}: {source}")]
     Io {
@@ -125,7 +131,7 @@ impl Error {
             }
             Error::Locked { .. } => ErrorKind::Busy,
             Error::NotInitialised { .. } | Error::UnknownPrincipal { .. } => ErrorKind::NotFound,
-            Error::ReadOnly | Error::Io { .. } => ErrorKind::Unavailable,
+            Error::ReadOnly | Error::Shared | Error::Io { .. } => ErrorKind::Unavailable,
             Error::Forbidden(_) => ErrorKind::Forbidden,
             Error::Access(e) => e.kind(),
             Error::Store(e) => e.kind(),

@@ -183,9 +183,16 @@ impl Memory {
     /// Opens an existing data directory beside other shared openers (other
     /// processes recalling from it at the same time), under a shared lock:
     /// [`Error::Locked`] while a [`Memory::open`] holds it, and it holds off one
-    /// meanwhile. Everything works as in [`Memory::open`], the store taking writes
-    /// from all of them, but the index is only caught up in memory: its snapshot is
-    /// never written ([`Memory::flush`] only checkpoints the store).
+    /// meanwhile. Sessions work as in [`Memory::open`], the store taking writes from
+    /// all of them, but:
+    /// - access changes are refused ([`Error::Shared`]): the access graph is read
+    ///   once, at open, and no open memory may miss a revocation. None can happen
+    ///   while any shared opener holds the directory;
+    /// - the index is only caught up in memory: its snapshot is never written
+    ///   ([`Memory::flush`] only checkpoints the store), so each shared open catches
+    ///   up from the last snapshot a [`Memory::open`] wrote. Open the directory that
+    ///   way now and then (any writing CLI command does) when shared openers write
+    ///   much.
     pub fn open_shared(dir: impl AsRef<Path>, config: Config) -> Result<Memory> {
         let dir = dir.as_ref();
         if !Memory::exists(dir) {
@@ -289,7 +296,7 @@ impl Memory {
         &self.config
     }
 
-    /// Read-write or read-only.
+    /// Read-write, shared or read-only.
     pub fn access(&self) -> Access {
         self.access
     }

@@ -351,6 +351,26 @@ fn shared_openers_recall_together_and_leave_the_index_snapshot_to_the_writer() {
     assert!(one.open_report().restored, "{:?}", one.open_report());
     let err = Memory::open(dir.path(), logical()).unwrap_err();
     assert!(matches!(err, Error::Locked { .. }), "{err}");
+    // No access change: the other's graph, read at open, would miss it (and a second
+    // registration of one name would leave a log that no open could replay).
+    for shared in [&one, &two] {
+        let err = shared
+            .admin()
+            .revoke(
+                Edge::Invoke {
+                    user: user("alice"),
+                    agent: agent("planner"),
+                },
+                None,
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::Shared), "{err}");
+        let err = shared
+            .admin()
+            .register(Principal::User(user("carol")))
+            .unwrap_err();
+        assert!(matches!(err, Error::Shared), "{err}");
+    }
     // What one writes, the other recalls: both catch up from the store.
     alice(&one, "D1:2", "Ingrid joined the youth orchestra in Bergen.");
     let seen = contents(&two, "alice", "planner", "orchestra Bergen", View::Current);
