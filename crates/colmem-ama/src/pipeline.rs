@@ -763,6 +763,44 @@ impl Pipeline {
         Ok(written.first().copied())
     }
 
+    /// Puts turns remembered before back in their session's open episode: those of
+    /// `turns` that no current episode of the caller summarises, ahead of the turns
+    /// buffered since, in order. For a run that stopped part-way (a process killed
+    /// in the middle of a session) and is run again: its keyed turns are replayed,
+    /// not observed, so without this the session's episode would leave them out.
+    /// Returns how many turns it put back.
+    pub fn resume_episode(
+        &self,
+        caller: &Caller<'_>,
+        session: &str,
+        turns: &[TurnInput],
+    ) -> Result<usize> {
+        if turns.is_empty() {
+            return Ok(0);
+        }
+        let summarised: HashSet<String> = self
+            .own_fragments(caller, View::Current, None, Some(Granularity::Episode))?
+            .into_iter()
+            .flat_map(|episode| episode.provenance.source.turns)
+            .collect();
+        let mut open = self
+            .open_episodes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let buffer = open
+            .entry((caller.user(), caller.agent(), session.to_owned()))
+            .or_default();
+        let missing: Vec<TurnInput> = turns
+            .iter()
+            .filter(|t| t.session == session && !summarised.contains(&t.dialogue_id))
+            .filter(|t| !buffer.iter().any(|b| b.dialogue_id == t.dialogue_id))
+            .filter_map(|t| self.private_turn(caller, t))
+            .collect();
+        let resumed = missing.len();
+        buffer.splice(0..0, missing);
+        Ok(resumed)
+    }
+
     /// Deletes the caller's fragments recorded longer ago than the retention limit,
     /// past versions included. What the delete rule refuses is kept and listed; the
     /// rest is deleted all the same.

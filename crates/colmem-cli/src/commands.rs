@@ -767,13 +767,21 @@ fn import_locomo(
         let session = memory.session(user, assistant)?;
         let dialogue = &conversation.dialogue;
         let mut open_session: Option<String> = None;
+        // Turns an earlier run stored (replayed now by their keys): the session's
+        // episode takes those no episode summarises yet, as after a run killed
+        // part-way through the session.
+        let mut replayed: Vec<TurnInput> = Vec::new();
+        let close = |name: &str, replayed: &mut Vec<TurnInput>| -> Result<u64> {
+            session.resume_episode(name, replayed)?;
+            replayed.clear();
+            Ok(u64::from(session.close_episode(name)?.is_some()))
+        };
         for (s, turn) in dialogue.turns() {
             let session_name = format!("{}:S{}", conversation.sample_id, s.number);
             if let Some(previous) = open_session.replace(session_name.clone())
                 && previous != session_name
-                && session.close_episode(&previous)?.is_some()
             {
-                fragments += 1;
+                fragments += close(&previous, &mut replayed)?;
             }
             let listener = if turn.speaker == dialogue.speaker_a {
                 dialogue.speaker_b.clone()
@@ -799,16 +807,16 @@ fn import_locomo(
                     turn.id, conversation.sample_id
                 )
             })?;
-            if !remembered.replayed {
+            if remembered.replayed {
+                replayed.push(input);
+            } else {
                 fragments += remembered.written.len() as u64;
             }
             turns += 1;
             bar.inc(1);
         }
-        if let Some(last) = open_session
-            && session.close_episode(&last)?.is_some()
-        {
-            fragments += 1;
+        if let Some(last) = open_session {
+            fragments += close(&last, &mut replayed)?;
         }
     }
     bar.finish_and_clear();

@@ -190,6 +190,19 @@ impl<'m> Session<'m> {
         })
     }
 
+    /// Puts turns remembered before (replayed by their idempotency keys after a run
+    /// stopped part-way) back in `session`'s open episode, those no episode
+    /// summarises yet; returns how many. See `Pipeline::resume_episode`.
+    pub fn resume_episode(&self, session: &str, turns: &[TurnInput]) -> Result<usize> {
+        self.with_caller(|caller| {
+            Ok(self
+                .memory
+                .engine()?
+                .pipeline
+                .resume_episode(caller, session, turns)?)
+        })
+    }
+
     /// Closes the open episode of conversation session `session`, writing its
     /// summary through the write policy; `None` if no turns were pending or the
     /// policy withholds the summary.

@@ -758,6 +758,73 @@ fn import_locomo_reads_dialogue_turns_only() {
 }
 
 #[test]
+fn an_import_run_again_after_a_kill_summarises_the_turns_stored_before_it() {
+    let env = Env::new();
+    env.ok(&["init"]);
+    // A run killed after the first turn of session 1: the turn is stored under its
+    // key, its open episode died with the process.
+    {
+        use colmem::{Edge, Principal};
+        let memory = colmem::Memory::open(&env.dir, colmem::Config::default()).unwrap();
+        let (user, agent) = (
+            colmem::UserId::new("conv-1").unwrap(),
+            colmem::AgentId::new("assistant").unwrap(),
+        );
+        let admin = memory.admin();
+        admin.register(Principal::User(user)).unwrap();
+        admin.register(Principal::Agent(agent)).unwrap();
+        admin
+            .grant(Edge::Invoke { user, agent }, None, None)
+            .unwrap();
+        let turn = colmem::TurnInput {
+            dialogue_id: "conv-1:D1:1".into(),
+            session: "conv-1:S1".into(),
+            speaker: "Caroline".into(),
+            listener: "Melanie".into(),
+            text: "I went to the LGBTQ support group yesterday.".into(),
+            time: None,
+            origin: colmem::Origin::Other,
+        };
+        let done = memory
+            .session(user, agent)
+            .unwrap()
+            .remember_keyed(&turn, Some("import:conv-1:D1:1"))
+            .unwrap();
+        assert!(!done.written.is_empty());
+    }
+    let file = env.path("locomo.json");
+    std::fs::write(&file, LOCOMO).unwrap();
+    env.ok(&["import", "locomo", file.to_str().unwrap()]);
+    let episodes: Vec<Vec<String>> = env
+        .ok(&["export"])
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|f| f["granularity"] == "episode")
+        .map(|f| {
+            f["provenance"]["source"]["turns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect();
+    let first = episodes
+        .iter()
+        .find(|turns| turns.iter().any(|t| t == "conv-1:D1:2"))
+        .expect("session 1 has an episode");
+    assert_eq!(first, &["conv-1:D1:1", "conv-1:D1:2"], "{episodes:?}");
+    // Run again, the import summarises nothing twice.
+    env.ok(&["import", "locomo", file.to_str().unwrap()]);
+    let again = env
+        .ok(&["export"])
+        .lines()
+        .filter(|line| line.contains("\"granularity\":\"episode\""))
+        .count();
+    assert_eq!(again, episodes.len());
+}
+
+#[test]
 fn retention_deletes_what_is_older_than_the_configured_limit() {
     let mut env = Env::with_alice();
     env.alice_tells_helper("I collect vintage typewriters.");
