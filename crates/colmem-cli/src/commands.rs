@@ -313,6 +313,7 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
     let mut deleted = Vec::new();
     let mut refused = Vec::new();
     let mut replayed = !texts.is_empty();
+    let mut replayed_turns = Vec::new();
     for (i, text) in texts.iter().enumerate() {
         // A keyed run names its turns after the key, so a retry names them alike.
         let key = args
@@ -342,11 +343,17 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         superseded.extend(done.superseded);
         deleted.extend(done.deleted);
         refused.extend(done.refused);
+        if done.replayed {
+            replayed_turns.push(turn);
+        }
     }
-    // A command is one stretch of conversation: close its episode now (a run
-    // whose every turn was replayed has nothing new to summarise).
-    if !replayed && let Some(episode) = session.close_episode(&args.session)? {
+    // A command is one stretch of conversation: close its episode now, with the
+    // turns an earlier run under the key stored but did not summarise (it stopped
+    // part-way). A finished run's turns are summarised: its replay writes nothing.
+    session.resume_episode(&args.session, &replayed_turns)?;
+    if let Some(episode) = session.close_episode(&args.session)? {
         written.push(episode);
+        replayed = false;
     }
     memory.flush()?;
     if args.json {

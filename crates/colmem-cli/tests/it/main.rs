@@ -245,6 +245,58 @@ fn a_keyed_remember_run_twice_writes_once() {
 }
 
 #[test]
+fn a_keyed_remember_run_again_after_a_kill_summarises_every_line() {
+    let env = Env::with_alice();
+    // A run of two lines under key k, killed after the first: stored, not summarised.
+    {
+        let memory = colmem::Memory::open(&env.dir, colmem::Config::default()).unwrap();
+        let turn = colmem::TurnInput {
+            dialogue_id: "cli:k#1".into(),
+            session: "cli".into(),
+            speaker: "alice".into(),
+            listener: "helper".into(),
+            text: "I adopted a greyhound called Juno.".into(),
+            time: None,
+            origin: colmem::Origin::User,
+        };
+        memory
+            .session(
+                colmem::UserId::new("alice").unwrap(),
+                colmem::AgentId::new("helper").unwrap(),
+            )
+            .unwrap()
+            .remember_keyed(&turn, Some("k#1"))
+            .unwrap();
+    }
+    let input = "I adopted a greyhound called Juno.\nJuno sleeps on the sofa all day.\n";
+    let out = env.run_with(
+        &[
+            "remember",
+            "--user",
+            "alice",
+            "--agent",
+            "helper",
+            "--idempotency-key",
+            "k",
+            "--json",
+        ],
+        Some(input),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let episodes: Vec<Value> = env
+        .ok(&["export"])
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|f| f["granularity"] == "episode")
+        .collect();
+    assert_eq!(episodes.len(), 1, "{episodes:?}");
+    assert_eq!(
+        episodes[0]["provenance"]["source"]["turns"],
+        serde_json::json!(["cli:k#1", "cli:k#2"])
+    );
+}
+
+#[test]
 fn remember_writes_every_line_or_none() {
     let env = Env::with_alice();
     let recalled = |env: &Env| recall_contents(env, "alice", "helper", "line fine three").len();
