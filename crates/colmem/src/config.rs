@@ -280,6 +280,9 @@ const MIN_VALUE_BYTES: usize = 1024;
 pub struct StoreSettings {
     /// How long to retry while the database is busy, in milliseconds.
     pub busy_deadline_ms: u64,
+    /// How long an open waits for the data directory's lock held by another process,
+    /// in milliseconds; 0 (the default) refuses at once with `Error::Locked`.
+    pub lock_wait_ms: u64,
     /// The largest text value, in bytes.
     pub max_value_bytes: usize,
     /// `true`: every commit survives a power cut (`synchronous=FULL`).
@@ -290,6 +293,7 @@ impl Default for StoreSettings {
     fn default() -> Self {
         StoreSettings {
             busy_deadline_ms: 10_000,
+            lock_wait_ms: 0,
             max_value_bytes: 64 * 1024,
             durable_commits: false,
         }

@@ -10,6 +10,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
@@ -23,19 +24,25 @@ pub(crate) struct DirLock {
 }
 
 impl DirLock {
-    /// Takes the lock on `dir` without waiting; [`Error::Locked`] if another
-    /// process (or another open memory in this one) holds it.
-    pub(crate) fn acquire(dir: &Path) -> Result<DirLock> {
-        DirLock::take(dir, false)
+    /// Takes the lock on `dir`, exclusive or `shared` with other shared holders
+    /// (an exclusive one excludes all others), trying again for up to `wait` while
+    /// another process (or another open memory in this one) holds it; then
+    /// [`Error::Locked`].
+    pub(crate) fn acquire(dir: &Path, shared: bool, wait: Duration) -> Result<DirLock> {
+        let deadline = Instant::now() + wait;
+        let mut pause = Duration::from_millis(10);
+        loop {
+            match DirLock::take(dir, shared) {
+                Err(Error::Locked { .. }) if Instant::now() + pause <= deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                taken => return taken,
+            }
+        }
     }
 
-    /// Takes the lock on `dir` shared with other such holders, without waiting;
-    /// [`Error::Locked`] while an exclusive holder has it (and an exclusive taker is
-    /// refused while any shared holder has it).
-    pub(crate) fn acquire_shared(dir: &Path) -> Result<DirLock> {
-        DirLock::take(dir, true)
-    }
-
+    /// One try at the lock.
     fn take(dir: &Path, shared: bool) -> Result<DirLock> {
         let path = dir.join(LOCK_FILE);
         let io = |source| Error::Io {
@@ -94,8 +101,8 @@ mod tests {
     #[test]
     fn a_second_writer_is_refused_until_the_first_lets_go() {
         let dir = tempfile::tempdir().unwrap();
-        let first = DirLock::acquire(dir.path()).unwrap();
-        let err = DirLock::acquire(dir.path()).unwrap_err();
+        let first = DirLock::acquire(dir.path(), false, Duration::ZERO).unwrap();
+        let err = DirLock::acquire(dir.path(), false, Duration::ZERO).unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, Error::Locked { .. }), "{text}");
         assert!(
@@ -104,6 +111,28 @@ mod tests {
         );
         assert!(dir.path().join(LOCK_FILE).exists());
         drop(first);
-        assert!(DirLock::acquire(dir.path()).is_ok());
+        assert!(DirLock::acquire(dir.path(), false, Duration::ZERO).is_ok());
+    }
+
+    #[test]
+    fn a_taker_waits_its_time_for_the_holder_to_let_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = DirLock::acquire(dir.path(), false, Duration::ZERO).unwrap();
+        // Shared holders exclude the exclusive taker, and an exclusive holder them.
+        let err = DirLock::acquire(dir.path(), true, Duration::from_millis(50)).unwrap_err();
+        assert!(matches!(err, Error::Locked { .. }), "{err}");
+        let letting_go = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(held);
+        });
+        let began = Instant::now();
+        let shared = DirLock::acquire(dir.path(), true, Duration::from_secs(10)).unwrap();
+        assert!(began.elapsed() >= Duration::from_millis(250));
+        letting_go.join().unwrap();
+        let also = DirLock::acquire(dir.path(), true, Duration::ZERO).unwrap();
+        let err = DirLock::acquire(dir.path(), false, Duration::ZERO).unwrap_err();
+        assert!(matches!(err, Error::Locked { .. }), "{err}");
+        drop((shared, also));
+        assert!(DirLock::acquire(dir.path(), false, Duration::ZERO).is_ok());
     }
 }

@@ -150,7 +150,8 @@ impl Memory {
 
     /// Opens (creating if needed) the data directory `dir` for reading and writing.
     ///
-    /// Takes the directory's writer lock (a second writer gets [`Error::Locked`]),
+    /// Takes the directory's writer lock (a second writer gets [`Error::Locked`],
+    /// after waiting up to `[store] lock_wait_ms`),
     /// opens `dir/colmem.db`, rebuilds the access graph from its event log, and
     /// opens the indexes in `dir/index/`, catching up from the store's change feed.
     pub fn open(dir: impl AsRef<Path>, config: Config) -> Result<Memory> {
@@ -160,7 +161,8 @@ impl Memory {
             path: dir.to_path_buf(),
             source,
         })?;
-        let lock = DirLock::acquire(dir)?;
+        let wait = Duration::from_millis(config.store.lock_wait_ms);
+        let lock = DirLock::acquire(dir, false, wait)?;
         Memory::open_with(dir, config, Access::ReadWrite, Some(lock))
     }
 
@@ -200,7 +202,8 @@ impl Memory {
                 dir: dir.to_path_buf(),
             });
         }
-        let lock = DirLock::acquire_shared(dir)?;
+        let wait = Duration::from_millis(config.store.lock_wait_ms);
+        let lock = DirLock::acquire(dir, true, wait)?;
         Memory::open_with(dir, config, Access::Shared, Some(lock))
     }
 

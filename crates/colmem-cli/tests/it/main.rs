@@ -438,8 +438,16 @@ fn a_second_writer_gets_a_clear_error_while_readers_still_work() {
     assert!(env.ok(&recall).contains("Friday"));
     let err = env.fails(&remember("Even more words."), 7);
     assert!(err.contains("(pid "), "the holder's pid is named: {err}");
-    drop(reader);
-    env.alice_tells_helper("Even more words.");
+    // Told to wait, a writer waits for the readers to finish.
+    let letting_go = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(reader);
+    });
+    let mut env = env;
+    env.vars
+        .push(("COLMEM_STORE__LOCK_WAIT_MS".into(), "10000".into()));
+    env.ok(&remember("Even more words."));
+    letting_go.join().unwrap();
 }
 
 #[test]
