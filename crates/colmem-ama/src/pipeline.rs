@@ -523,17 +523,21 @@ impl Pipeline {
                     Err(colmem_store::Error::NotFound { .. }) => continue,
                     Err(e) => return Err(e.into()),
                 };
-                if stored.granularity == Granularity::RawTurn
-                    && (stored.provenance.source.turns != [turn.dialogue_id.clone()]
-                        || !asked
-                            .as_deref()
-                            .is_some_and(|asked| as_written(caller, &stored, asked)))
-                {
+                if stored.granularity != Granularity::RawTurn {
+                    continue;
+                }
+                // The key's one raw turn (written first) decides.
+                let same = stored.provenance.source.turns == [turn.dialogue_id.clone()]
+                    && asked
+                        .as_deref()
+                        .is_some_and(|asked| as_written(caller, &stored, asked));
+                if !same {
                     return Err(colmem_store::Error::IdempotencyConflict {
                         key: idempotency_key.unwrap_or_default().to_owned(),
                     }
                     .into());
                 }
+                break;
             }
             return Ok(Remembered {
                 written,

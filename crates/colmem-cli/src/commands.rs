@@ -288,18 +288,18 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         .speaker
         .clone()
         .unwrap_or_else(|| args.party.user.clone());
-    // Every line fits, or none is written: a turn is stored as "speaker: words".
+    // Every line fits, or none is written.
     let limit = memory.config().store.max_value_bytes;
-    if let Some((i, text)) = texts
+    if let Some((i, len)) = texts
         .iter()
+        .map(|text| stored_len(&speaker, text))
         .enumerate()
-        .find(|(_, text)| speaker.len() + 2 + text.len() > limit)
+        .find(|(_, len)| *len > limit)
     {
         return Err(invalid(format!(
-            "turn {} of {} is {} bytes as stored, over the limit of {limit}: nothing was remembered; split it or raise [store] max_value_bytes",
+            "turn {} of {} is {len} bytes as stored, over the limit of {limit}: nothing was remembered; split it or raise [store] max_value_bytes",
             i + 1,
             texts.len(),
-            speaker.len() + 2 + text.len()
         )));
     }
     let listener = args
@@ -389,6 +389,11 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         print_refused(&refused)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bytes of a turn as the store keeps it: "speaker: words".
+fn stored_len(speaker: &str, text: &str) -> usize {
+    speaker.len() + ": ".len() + text.len()
 }
 
 fn view(args: &ViewArgs) -> Result<View> {
@@ -728,12 +733,12 @@ fn import_locomo(
     let assistant = agent(agent_name)?;
     let memory = open(cli)?;
     // All that can be refused is refused before anything is written: a sample id
-    // that names no user, a turn over the value limit (stored as "speaker: text").
+    // that names no user, a turn over the value limit.
     let limit = memory.config().store.max_value_bytes;
     for conversation in &conversations {
         user(&user_name(&conversation.sample_id)?)?;
         for (_, turn) in conversation.dialogue.turns() {
-            let len = turn.speaker.len() + 2 + turn.full_text().len();
+            let len = stored_len(&turn.speaker, &turn.full_text());
             if len > limit {
                 return Err(invalid(format!(
                     "turn {} of conversation {} is {len} bytes as stored, over the limit of {limit}: nothing was imported; raise [store] max_value_bytes",

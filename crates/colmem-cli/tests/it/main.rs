@@ -110,6 +110,31 @@ impl Env {
         self.ok(&["remember", "--user", "alice", "--agent", "helper", text])
     }
 
+    /// A run killed after remembering `turn` under `key` as `user` served by `agent`:
+    /// the turn is stored, its open episode dies with the memory.
+    fn killed_after(&self, user: &str, agent: &str, turn: &colmem::TurnInput, key: &str) {
+        let memory = colmem::Memory::open(&self.dir, colmem::Config::default()).unwrap();
+        let done = memory
+            .session(
+                colmem::UserId::new(user).unwrap(),
+                colmem::AgentId::new(agent).unwrap(),
+            )
+            .unwrap()
+            .remember_keyed(turn, Some(key))
+            .unwrap();
+        assert!(!done.written.is_empty());
+    }
+
+    /// The turns of each exported episode.
+    fn episode_turns(&self) -> Vec<Vec<String>> {
+        self.ok(&["export"])
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|f| f["granularity"] == "episode")
+            .map(|f| serde_json::from_value(f["provenance"]["source"]["turns"].clone()).unwrap())
+            .collect()
+    }
+
     fn json(&self, args: &[&str]) -> Value {
         let stdout = self.ok(args);
         serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
@@ -238,53 +263,24 @@ fn a_keyed_remember_run_twice_writes_once() {
 #[test]
 fn a_keyed_remember_run_again_after_a_kill_summarises_every_line() {
     let env = Env::with_alice();
-    // A run of two lines under key k, killed after the first: stored, not summarised.
-    {
-        let memory = colmem::Memory::open(&env.dir, colmem::Config::default()).unwrap();
-        let turn = colmem::TurnInput {
-            dialogue_id: "cli:k#1".into(),
-            session: "cli".into(),
-            speaker: "alice".into(),
-            listener: "helper".into(),
-            text: "I adopted a greyhound called Juno.".into(),
-            time: None,
-            origin: colmem::Origin::User,
-        };
-        memory
-            .session(
-                colmem::UserId::new("alice").unwrap(),
-                colmem::AgentId::new("helper").unwrap(),
-            )
-            .unwrap()
-            .remember_keyed(&turn, Some("k#1"))
-            .unwrap();
-    }
+    // A run of two lines under key k, killed after the first.
+    let turn = colmem::TurnInput {
+        dialogue_id: "cli:k#1".into(),
+        session: "cli".into(),
+        speaker: "alice".into(),
+        listener: "helper".into(),
+        text: "I adopted a greyhound called Juno.".into(),
+        time: None,
+        origin: colmem::Origin::User,
+    };
+    env.killed_after("alice", "helper", &turn, "k#1");
     let input = "I adopted a greyhound called Juno.\nJuno sleeps on the sofa all day.\n";
-    let out = env.run_with(
-        &[
-            "remember",
-            "--user",
-            "alice",
-            "--agent",
-            "helper",
-            "--idempotency-key",
-            "k",
-            "--json",
-        ],
-        Some(input),
-    );
-    assert_eq!(out.code, 0, "{out:?}");
-    let episodes: Vec<Value> = env
-        .ok(&["export"])
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .filter(|f| f["granularity"] == "episode")
+    let args: Vec<&str> = "remember --user alice --agent helper --idempotency-key k"
+        .split(' ')
         .collect();
-    assert_eq!(episodes.len(), 1, "{episodes:?}");
-    assert_eq!(
-        episodes[0]["provenance"]["source"]["turns"],
-        serde_json::json!(["cli:k#1", "cli:k#2"])
-    );
+    let out = env.run_with(&args, Some(input));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(env.episode_turns(), [["cli:k#1", "cli:k#2"]]);
 }
 
 #[test]
@@ -812,54 +808,31 @@ fn import_locomo_reads_dialogue_turns_only() {
 fn an_import_run_again_after_a_kill_summarises_the_turns_stored_before_it() {
     let env = Env::new();
     env.ok(&["init"]);
-    // A run killed after the first turn of session 1: the turn is stored under its
-    // key, its open episode died with the process.
-    {
-        use colmem::{Edge, Principal};
-        let memory = colmem::Memory::open(&env.dir, colmem::Config::default()).unwrap();
-        let (user, agent) = (
-            colmem::UserId::new("conv-1").unwrap(),
-            colmem::AgentId::new("assistant").unwrap(),
-        );
-        let admin = memory.admin();
-        admin.register(Principal::User(user)).unwrap();
-        admin.register(Principal::Agent(agent)).unwrap();
-        admin
-            .grant(Edge::Invoke { user, agent }, None, None)
-            .unwrap();
-        let turn = colmem::TurnInput {
-            dialogue_id: "conv-1:D1:1".into(),
-            session: "conv-1:S1".into(),
-            speaker: "Caroline".into(),
-            listener: "Melanie".into(),
-            text: "I went to the LGBTQ support group yesterday.".into(),
-            time: None,
-            origin: colmem::Origin::Other,
-        };
-        let done = memory
-            .session(user, agent)
-            .unwrap()
-            .remember_keyed(&turn, Some("import:conv-1:D1:1"))
-            .unwrap();
-        assert!(!done.written.is_empty());
-    }
+    // A run killed after the first turn of session 1.
+    env.ok(&["principal", "add", "user", "conv-1"]);
+    env.ok(&["principal", "add", "agent", "assistant"]);
+    env.ok(&[
+        "grant",
+        "invoke",
+        "--user",
+        "conv-1",
+        "--agent",
+        "assistant",
+    ]);
+    let turn = colmem::TurnInput {
+        dialogue_id: "conv-1:D1:1".into(),
+        session: "conv-1:S1".into(),
+        speaker: "Caroline".into(),
+        listener: "Melanie".into(),
+        text: "I went to the LGBTQ support group yesterday.".into(),
+        time: None,
+        origin: colmem::Origin::Other,
+    };
+    env.killed_after("conv-1", "assistant", &turn, "import:conv-1:D1:1");
     let file = env.path("locomo.json");
     std::fs::write(&file, LOCOMO).unwrap();
     env.ok(&["import", "locomo", file.to_str().unwrap()]);
-    let episodes: Vec<Vec<String>> = env
-        .ok(&["export"])
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .filter(|f| f["granularity"] == "episode")
-        .map(|f| {
-            f["provenance"]["source"]["turns"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t.as_str().unwrap().to_owned())
-                .collect()
-        })
-        .collect();
+    let episodes = env.episode_turns();
     let first = episodes
         .iter()
         .find(|turns| turns.iter().any(|t| t == "conv-1:D1:2"))
@@ -867,12 +840,7 @@ fn an_import_run_again_after_a_kill_summarises_the_turns_stored_before_it() {
     assert_eq!(first, &["conv-1:D1:1", "conv-1:D1:2"], "{episodes:?}");
     // Run again, the import summarises nothing twice.
     env.ok(&["import", "locomo", file.to_str().unwrap()]);
-    let again = env
-        .ok(&["export"])
-        .lines()
-        .filter(|line| line.contains("\"granularity\":\"episode\""))
-        .count();
-    assert_eq!(again, episodes.len());
+    assert_eq!(env.episode_turns(), episodes);
 }
 
 #[test]
