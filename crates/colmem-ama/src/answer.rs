@@ -921,7 +921,10 @@ impl Answerer for EvidenceSpan {
             });
         // Nothing covers the question: a question after a named thing is answered by
         // the best-ranked clause of the top evidence that names a current value ("The
-        // Rivian arrived" for "what truck does Victor drive now?").
+        // Rivian arrived" for "what truck does Victor drive now?"), in a fragment that
+        // shares a word with the question (Victor): evidence about nothing asked ("What
+        // is the capital of Peru?") answers nothing.
+        let asked_stems: Vec<String> = content_words(question).iter().map(|w| stem(w)).collect();
         let chosen = chosen
             .map(|c| match c.date {
                 Some(date) if date_question => (date, c.id),
@@ -933,9 +936,12 @@ impl Answerer for EvidenceSpan {
                 }
                 clauses_of
                     .iter()
-                    .filter(|(rank, _, clause, _)| {
+                    .filter(|(rank, fragment, clause, _)| {
                         *rank < FALLBACK_TOP
                             && !looks_past(clause)
+                            && content_words(body(fragment))
+                                .iter()
+                                .any(|w| asked_stems.contains(&stem(w)))
                             && named(clause, &names).iter().any(|v| !within_old(v, &old))
                     })
                     .min_by_key(|(rank, ..)| *rank)
@@ -1134,6 +1140,25 @@ mod tests {
             .answer("Where is Dana's office?", &refs, &[])
             .unwrap();
         assert_eq!(answer.evidence, [FragmentId(1)], "{}", answer.text);
+    }
+
+    #[test]
+    fn evidence_about_nothing_asked_answers_nothing() {
+        let evidence = [fact_told(
+            1,
+            "Victor's Rivian arrived in May.",
+            "2023-05-02",
+        )];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("What truck does Victor drive now?", &refs, &[])
+            .unwrap();
+        assert_eq!(answer.evidence, [FragmentId(1)], "{}", answer.text);
+        let answer = EvidenceSpan
+            .answer("What is the capital of Peru?", &refs, &[])
+            .unwrap();
+        assert_eq!(answer.text, "");
+        assert!(answer.evidence.is_empty());
     }
 
     #[test]

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use colmem::{
     AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation,
-    FragmentId, GroupId, GroupKind, Member, Memory, Origin, Principal, RecallOptions, ResourceId,
-    TaskContext, Timestamp, TurnInput, UserId, View, locomo,
+    FragmentId, GroupId, GroupKind, Member, Memory, Origin, Principal, Recall, RecallOptions,
+    Recalled, ResourceId, TaskContext, Timestamp, TurnInput, UserId, View, locomo,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -51,6 +51,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Revoke(revoke) => revoke_edge(&cli, revoke),
         Command::Remember(args) => remember(&cli, args),
         Command::Recall(args) => recall(&cli, args),
+        Command::Answer(args) => answer(&cli, args),
         Command::Cards(CardsCommand::Compose {
             party,
             budget,
@@ -419,65 +420,108 @@ fn clip(text: &str, n: usize) -> String {
     }
 }
 
-fn recall(cli: &Cli, args: &crate::RecallArgs) -> Result<ExitCode> {
-    let options = RecallOptions {
+/// The recall options of `recall` and `answer`.
+fn recall_options(args: &crate::RecallArgs) -> Result<RecallOptions> {
+    Ok(RecallOptions {
         k: args.k,
         view: view(&args.view)?,
         ..RecallOptions::default()
-    };
+    })
+}
+
+/// One recalled fragment as JSON: its scores per signal, route, round and provenance.
+fn hit_json(hit: &Recalled) -> serde_json::Value {
+    let f = &hit.fragment;
+    json!({
+        "id": f.id,
+        "score": hit.score,
+        "fused": hit.fused,
+        "vector": hit.vector.map(|s| json!({"rank": s.rank, "score": s.score})),
+        "lexical": hit.lexical.map(|s| json!({"rank": s.rank, "score": s.score})),
+        "relevance": hit.relevance,
+        "round": hit.round,
+        "route": hit.route,
+        "granularity": f.granularity,
+        "kind": f.kind,
+        "scope": f.scope.to_string(),
+        "user": f.provenance.user,
+        "agents": f.provenance.agents,
+        "resources": f.provenance.resources,
+        "created_at": f.provenance.created_at.to_string(),
+        "superseded_at": f.superseded_at.map(|t| t.to_string()),
+        "content": f.content,
+    })
+}
+
+/// A recall as JSON: the query, its rewriting, route, k and hits.
+fn recall_json(query: &str, recall: &Recall) -> serde_json::Value {
+    json!({
+        "query": query,
+        "rewritten": recall.plan.rewritten,
+        "route": format!("{:?}", recall.plan.route).to_lowercase(),
+        "k": recall.plan.k,
+        "hits": recall.hits.iter().map(hit_json).collect::<Vec<_>>(),
+    })
+}
+
+/// Recalled fragments as a table.
+fn hits_table(hits: &[Recalled]) -> String {
+    let mut table = Table::new(&["ID", "SCORE", "GRANULARITY", "SCOPE", "CONTENT"]);
+    for hit in hits {
+        let f = &hit.fragment;
+        table.row(vec![
+            f.id.to_string(),
+            format!("{:.4}", hit.score),
+            f.granularity.as_str().to_owned(),
+            f.scope.to_string(),
+            clip(&f.content, 100),
+        ]);
+    }
+    table.render()
+}
+
+fn recall(cli: &Cli, args: &crate::RecallArgs) -> Result<ExitCode> {
+    let options = recall_options(args)?;
     let query = args.query.join(" ");
     let memory = open_shared(cli)?;
     let session = session(&memory, &args.party)?;
     let recall = session.recall(&query, &options)?;
     if args.json {
-        let hits: Vec<serde_json::Value> = recall
-            .hits
-            .iter()
-            .map(|hit| {
-                let f = &hit.fragment;
-                json!({
-                    "id": f.id,
-                    "score": hit.score,
-                    "fused": hit.fused,
-                    "vector": hit.vector.map(|s| json!({"rank": s.rank, "score": s.score})),
-                    "lexical": hit.lexical.map(|s| json!({"rank": s.rank, "score": s.score})),
-                    "relevance": hit.relevance,
-                    "round": hit.round,
-                    "route": hit.route,
-                    "granularity": f.granularity,
-                    "kind": f.kind,
-                    "scope": f.scope.to_string(),
-                    "user": f.provenance.user,
-                    "agents": f.provenance.agents,
-                    "resources": f.provenance.resources,
-                    "created_at": f.provenance.created_at.to_string(),
-                    "superseded_at": f.superseded_at.map(|t| t.to_string()),
-                    "content": f.content,
-                })
-            })
-            .collect();
-        print_json(&json!({
-            "query": query,
-            "rewritten": recall.plan.rewritten,
-            "route": format!("{:?}", recall.plan.route).to_lowercase(),
-            "k": recall.plan.k,
-            "hits": hits,
-        }))?;
+        print_json(&recall_json(&query, &recall))?;
     } else if recall.hits.is_empty() {
         say!("nothing this session may see matches {query:?}");
     } else {
-        let mut table = Table::new(&["ID", "SCORE", "GRANULARITY", "SCOPE", "CONTENT"]);
-        for hit in &recall.hits {
-            let f = &hit.fragment;
-            table.row(vec![
-                f.id.to_string(),
-                format!("{:.4}", hit.score),
-                f.granularity.as_str().to_owned(),
-                f.scope.to_string(),
-                clip(&f.content, 100),
-            ]);
+        say_raw!("{}", hits_table(&recall.hits));
+    }
+    memory.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Full mode: the answer, then the fragment it was drawn from and the evidence read.
+fn answer(cli: &Cli, args: &crate::RecallArgs) -> Result<ExitCode> {
+    let options = recall_options(args)?;
+    let question = args.query.join(" ");
+    let memory = open_shared(cli)?;
+    let session = session(&memory, &args.party)?;
+    let answered = session.answer(&question, &options)?;
+    let answer = &answered.answer;
+    if args.json {
+        let mut value = recall_json(&question, &answered.recall);
+        value["answer"] = json!(answer.text);
+        value["drawn_from"] = json!(answer.evidence);
+        print_json(&value)?;
+    } else if answer.text.is_empty() {
+        say!("no answer: nothing this session may see answers {question:?}");
+        if !answered.recall.hits.is_empty() {
+            say!("\nevidence read:");
+            say_raw!("{}", hits_table(&answered.recall.hits));
         }
-        say_raw!("{}", table.render());
+    } else {
+        say!("{}", answer.text);
+        let drawn: Vec<String> = answer.evidence.iter().map(ToString::to_string).collect();
+        say!("\ndrawn from: {}", drawn.join(" "));
+        say!("evidence read:");
+        say_raw!("{}", hits_table(&answered.recall.hits));
     }
     memory.flush()?;
     Ok(ExitCode::SUCCESS)

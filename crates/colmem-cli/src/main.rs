@@ -44,6 +44,8 @@ pub enum Command {
     Remember(RememberArgs),
     /// Recall what a user served by an agent may see about a query.
     Recall(RecallArgs),
+    /// Answer a question from what a user served by an agent may see (offline: the best evidence span; with a [chat] model, the model's answer).
+    Answer(RecallArgs),
     /// Strategy cards.
     #[command(subcommand)]
     Cards(CardsCommand),
@@ -275,7 +277,7 @@ pub struct ViewArgs {
     pub all_versions: bool,
 }
 
-/// `recall`
+/// `recall` and `answer`
 #[derive(Debug, Args)]
 pub struct RecallArgs {
     #[command(flatten)]
@@ -288,7 +290,7 @@ pub struct RecallArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// The query.
+    /// The query (for `answer`, the question).
     #[arg(required = true)]
     pub query: Vec<String>,
 }

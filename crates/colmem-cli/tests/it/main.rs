@@ -344,6 +344,101 @@ fn remember_then_recall_as_a_table_and_as_json() {
     );
 }
 
+/// Full mode: the answer is the current state, a past world time answers with the
+/// past one, a question the evidence does not hold gets none, and the read is audited
+/// and refused as a recall is.
+#[test]
+fn answer_gives_the_current_state_and_says_when_nothing_answers() {
+    let env = Env::with_alice();
+    let ask = |extra: &[&str], question: &str| {
+        let mut args = vec!["answer", "--user", "alice", "--agent", "helper"];
+        args.extend_from_slice(extra);
+        args.push(question);
+        env.ok(&args)
+    };
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "--said-at",
+        "2023-01-10",
+        "I live in Porto and work as a nurse.",
+    ]);
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "--said-at",
+        "2023-06-02",
+        "I moved to Lisbon last week.",
+    ]);
+    let now = ask(&[], "Which city does alice live in now?");
+    let first = now.lines().next().unwrap();
+    assert!(
+        first.contains("Lisbon") && !first.contains("Porto"),
+        "{now}"
+    );
+    assert!(now.contains("drawn from: "), "{now}");
+    assert!(now.contains("evidence read:"), "{now}");
+    let then = ask(
+        &["--world-as-of", "2023-03-01"],
+        "Which city does alice live in?",
+    );
+    assert!(then.lines().next().unwrap().contains("Porto"), "{then}");
+    let none = ask(&[], "What is the capital of Peru?");
+    assert!(none.starts_with("no answer: "), "{none}");
+
+    let value = env.json(&[
+        "answer",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "--json",
+        "Which city does alice live in now?",
+    ]);
+    assert!(
+        value["answer"].as_str().unwrap().contains("Lisbon"),
+        "{value}"
+    );
+    let drawn = value["drawn_from"][0].as_u64().unwrap();
+    assert!(
+        value["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["id"] == drawn),
+        "{value}"
+    );
+    let tail = env.ok(&["audit", "tail", "-n", "1"]);
+    assert!(
+        tail.contains("read") && tail.contains(&drawn.to_string()),
+        "{tail}"
+    );
+
+    env.fails(
+        &[
+            "answer",
+            "--user",
+            "alice",
+            "--agent",
+            "outsider",
+            "where does alice live",
+        ],
+        5,
+    );
+    env.fails(
+        &[
+            "answer", "--user", "alice", "--agent", "helper", "-k", "0", "where",
+        ],
+        3,
+    );
+}
+
 #[test]
 fn a_forbidden_recall_exits_5_and_a_revocation_takes_effect_on_the_next_read() {
     let env = Env::with_alice();
