@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result};
 use colmem::{
     AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation,
     FragmentId, GroupId, GroupKind, Member, Memory, Origin, Principal, Recall, RecallOptions,
-    Recalled, ResourceId, TaskContext, Timestamp, TurnInput, UserId, View, locomo,
+    Recalled, ResourceId, TaskContext, Timestamp, Trajectory, TurnInput, UserId, View, locomo,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -58,6 +58,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             json,
             task,
         }) => compose_cards(&cli, party, *budget, *json, &task.join(" ")),
+        Command::Cards(CardsCommand::Learn(args)) => learn_cards(&cli, args),
         Command::Audit(audit) => audit_command(&cli, audit),
         Command::Import(ImportCommand::Locomo { path, agent, limit }) => {
             import_locomo(&cli, path, agent, *limit)
@@ -557,6 +558,77 @@ fn compose_cards(
             composition.report.tokens_used,
             composition.report.budget
         );
+    }
+    memory.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads scored trajectories, one JSON object per non-blank line, from a file or
+/// (`-`) standard input. Every line is parsed before anything is learned.
+fn trajectories(path: &Path) -> Result<Vec<Trajectory>> {
+    let text = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+            .map_err(|e| unavailable(format!("cannot read standard input: {e}")))?;
+        text
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| unavailable(format!("cannot read {}: {e}", path.display())))?
+    };
+    let source = if path == Path::new("-") {
+        "standard input".to_owned()
+    } else {
+        path.display().to_string()
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            serde_json::from_str(line).map_err(|e| {
+                invalid(format!(
+                    "line {} of {source} is not a trajectory: {e}; nothing was learned (docs/cli.md shows the fields)",
+                    i + 1,
+                ))
+            })
+        })
+        .collect()
+}
+
+fn learn_cards(cli: &Cli, args: &crate::LearnArgs) -> Result<ExitCode> {
+    let trajectories = trajectories(&args.file)?;
+    if trajectories.is_empty() {
+        say!("the file holds no trajectory: nothing learned");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let memory = open(cli)?;
+    let session = session(&memory, &args.party)?;
+    let report = session.learn_cards(&trajectories, args.scope)?;
+    if args.json {
+        print_json(&json!({
+            "trajectories": trajectories.len(),
+            "written": report.written,
+            "candidates": report.candidates,
+            "merged": report.merged,
+            "refused": report.refused,
+            "withheld": report.withheld,
+            "rejected": report.rejected,
+            "edges": report.edges,
+        }))?;
+    } else {
+        say!(
+            "learned from {} trajectories: {} candidate card(s), {} written ({} merged into a card this session sees), {} below the admission threshold, {} kept out by the write policy, {} failure(s) too uninformative to reflect on",
+            trajectories.len(),
+            report.candidates,
+            report.written.len(),
+            report.merged,
+            report.refused,
+            report.withheld,
+            report.rejected,
+        );
+        if !report.written.is_empty() {
+            let ids: Vec<String> = report.written.iter().map(ToString::to_string).collect();
+            say!("written: {}", ids.join(" "));
+        }
     }
     memory.flush()?;
     Ok(ExitCode::SUCCESS)

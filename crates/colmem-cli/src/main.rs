@@ -312,6 +312,23 @@ pub enum CardsCommand {
         #[arg(required = true)]
         task: Vec<String>,
     },
+    /// Learn strategy cards from scored task trajectories (ConMem's write path): warnings from failures, strategies from successes, each card admitted, merged and written as this session.
+    Learn(LearnArgs),
+}
+
+/// `cards learn`
+#[derive(Debug, Args)]
+pub struct LearnArgs {
+    #[command(flatten)]
+    pub party: Party,
+    /// The scope of the cards: agent, user, global or group:NAME [default: the write policy's default for an observation].
+    #[arg(long)]
+    pub scope: Option<colmem::Scope>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The trajectories, one JSON object per line (`-` reads standard input); docs/cli.md shows the fields.
+    pub file: PathBuf,
 }
 
 /// `audit …`

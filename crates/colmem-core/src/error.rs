@@ -87,6 +87,12 @@ pub enum Error {
         /// What is wrong.
         reason: &'static str,
     },
+    /// A scope that does not parse.
+    #[error("invalid scope {value:?}: use agent, user, global or group:NAME")]
+    InvalidScope {
+        /// The offending value (truncated).
+        value: String,
+    },
     /// A time that does not parse.
     #[error(
         "invalid time {value:?}: use RFC 3339 (2026-03-01T12:00:00Z), a date (2026-03-01) or milliseconds since the epoch"
@@ -129,6 +135,7 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::InvalidId { .. }
+            | Error::InvalidScope { .. }
             | Error::InvalidTime { .. }
             | Error::AmbiguousTime { .. }
             | Error::ReversedInterval { .. } => ErrorKind::InvalidInput,

@@ -34,6 +34,26 @@ impl fmt::Display for Scope {
     }
 }
 
+/// Parses what [`Display`](fmt::Display) writes: `agent`, `user`, `global` or
+/// `group:NAME`.
+impl std::str::FromStr for Scope {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, crate::Error> {
+        let invalid = || crate::Error::InvalidScope {
+            value: s.chars().take(crate::id::MAX_NAME_LEN).collect(),
+        };
+        match s {
+            "agent" => Ok(Scope::Agent),
+            "user" => Ok(Scope::User),
+            "global" => Ok(Scope::Global),
+            _ => {
+                let name = s.strip_prefix("group:").ok_or_else(invalid)?;
+                Ok(Scope::Group(GroupId::new(name)?))
+            }
+        }
+    }
+}
+
 /// How coarse a fragment is.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -273,4 +293,24 @@ pub struct FragmentMeta {
     pub deleted_at: Option<Timestamp>,
     /// World-time validity.
     pub validity: Validity,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_parses_from_what_it_displays_as() {
+        for scope in [
+            Scope::Agent,
+            Scope::User,
+            Scope::Global,
+            Scope::Group(GroupId::new("crew-a").unwrap()),
+        ] {
+            assert_eq!(scope.to_string().parse::<Scope>().unwrap(), scope);
+        }
+        for bad in ["", "users", "group:", "group:a b", "Global"] {
+            assert!(bad.parse::<Scope>().is_err(), "{bad:?}");
+        }
+    }
 }

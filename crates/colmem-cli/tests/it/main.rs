@@ -990,6 +990,76 @@ fn reindex_re_embeds_after_the_embedder_changed() {
     );
 }
 
+/// Two failed attempts that rounded down where they should have rounded up, and a
+/// success.
+const TRAJECTORIES: &str = r#"{"id":"t1","task":"A warehouse holds 47 parcels and each crate carries 5 parcels. How many crates are needed to ship all the parcels?","round":1,"steps":[{"action":"divide 47 by 5"},{"action":"round the quotient","decision":{"name":"rounding","chosen":"floor","alternatives":["ceil"]}}],"outcome":{"score":0.0,"success":false,"feedback":"wrong answer"}}
+{"id":"t2","task":"A school trip takes 31 pupils in vans that carry 4 pupils each. How many vans are needed for all the pupils?","round":1,"steps":[{"action":"divide 31 by 4"},{"action":"round the quotient","decision":{"name":"rounding","chosen":"floor","alternatives":["ceil"]}}],"outcome":{"score":0.0,"success":false,"feedback":"wrong answer"}}
+
+{"id":"t3","task":"A farm packs 50 eggs into cartons of 6 eggs. How many cartons are completely filled?","round":1,"steps":[{"action":"divide 50 by 6"},{"action":"round","decision":{"name":"rounding","chosen":"floor","alternatives":["ceil"]}}],"outcome":{"score":1.0,"success":true}}
+"#;
+
+/// Cards learned from a file of trajectories are composed for a like task, in the
+/// scope asked for only; a file with one bad line teaches nothing.
+#[test]
+fn cards_learned_from_trajectories_are_composed_within_their_scope() {
+    let env = Env::with_alice();
+    env.ok(&["grant", "invoke", "--user", "alice", "--agent", "outsider"]);
+    let task = "A printer must print 75 pages and each cartridge lasts 8 pages. How many cartridges are needed?";
+    let compose = |agent: &str| {
+        env.ok(&[
+            "cards", "compose", "--user", "alice", "--agent", agent, task,
+        ])
+    };
+
+    let bad = env.path("bad.jsonl");
+    std::fs::write(&bad, format!("{TRAJECTORIES}{{\"id\": 4}}\n")).unwrap();
+    let bad = bad.to_str().unwrap();
+    let err = env.fails(
+        &[
+            "cards", "learn", "--user", "alice", "--agent", "helper", bad,
+        ],
+        3,
+    );
+    assert!(
+        err.contains("line 5 of") && err.contains("nothing was learned"),
+        "{err}"
+    );
+    assert!(compose("helper").starts_with("no strategy card"));
+
+    let out = env.run_with(
+        &[
+            "cards", "learn", "--user", "alice", "--agent", "helper", "--scope", "agent", "--json",
+            "-",
+        ],
+        Some(TRAJECTORIES),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let report: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(report["trajectories"], 3, "{report}");
+    assert!(
+        !report["written"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
+    let cards = compose("helper");
+    assert!(cards.contains("rounding=ceil"), "{cards}");
+    assert!(
+        compose("outsider").starts_with("no strategy card"),
+        "agent scope"
+    );
+
+    env.fails(
+        &[
+            "cards", "learn", "--user", "alice", "--agent", "helper", "--scope", "users", "-",
+        ],
+        2,
+    );
+    let out = env.run_with(
+        &["cards", "learn", "--user", "bob", "--agent", "helper", "-"],
+        Some(TRAJECTORIES),
+    );
+    assert_eq!(out.code, 5, "bob may not invoke helper: {out:?}");
+}
+
 #[test]
 fn cards_compose_reports_when_no_card_applies() {
     let env = Env::with_alice();
