@@ -171,6 +171,18 @@ impl AccessGraph {
         }
     }
 
+    /// The validity of a granted edge that already holds throughout `valid`, if one
+    /// does: a grant of it for `valid` would change nothing.
+    pub fn held_throughout(&self, edge: Edge, valid: &Validity) -> Result<Option<Validity>> {
+        let (from, to, relation) = self.endpoints(edge)?;
+        Ok(self
+            .graph
+            .edges_connecting(from, to)
+            .map(|e| e.weight())
+            .find(|w| w.relation == relation && w.valid.covers(valid))
+            .map(|w| w.valid))
+    }
+
     /// Appends an event to the log and applies it. A refused event changes nothing.
     pub fn apply(&mut self, event: AccessEvent) -> Result<()> {
         self.check(&event)?;

@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use colmem::{
     AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation,
-    FragmentId, GroupId, GroupKind, Member, Memory, Origin, Principal, Recall, RecallOptions,
-    Recalled, ResourceId, TaskContext, Timestamp, Trajectory, TurnInput, UserId, View, locomo,
+    FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal, Recall,
+    RecallOptions, Recalled, ResourceId, TaskContext, Timestamp, Trajectory, TurnInput, UserId,
+    View, locomo,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -225,10 +226,16 @@ fn grant_edge(cli: &Cli, command: &GrantCommand) -> Result<ExitCode> {
     let at = optional_time(when.at.as_ref())?;
     let until = optional_time(when.until.as_ref())?;
     let memory = open(cli)?;
-    let event = memory.admin().grant(edge, at, until)?;
-    match until {
-        Some(until) => say!("granted {edge} from {} until {until}", event.at),
-        None => say!("granted {edge} from {}", event.at),
+    let since_until = |from: Timestamp, until: Option<Timestamp>| match until {
+        Some(until) => format!("from {from} until {until}"),
+        None => format!("from {from}"),
+    };
+    match memory.admin().grant(edge, at, until)? {
+        Granted::Recorded(event) => say!("granted {edge} {}", since_until(event.at, until)),
+        Granted::AlreadyHeld(held) => say!(
+            "{edge} is already granted {}: nothing recorded",
+            since_until(held.from(), held.until())
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -882,16 +889,15 @@ fn import_locomo(
         if !memory.is_registered(Principal::User(user)) {
             admin.register(Principal::User(user))?;
         }
-        if !memory.invocable(user)?.contains(&assistant) {
-            admin.grant(
-                Edge::Invoke {
-                    user,
-                    agent: assistant,
-                },
-                None,
-                None,
-            )?;
-        }
+        // Recorded once: a grant already held records nothing.
+        admin.grant(
+            Edge::Invoke {
+                user,
+                agent: assistant,
+            },
+            None,
+            None,
+        )?;
         let session = memory.session(user, assistant)?;
         let dialogue = &conversation.dialogue;
         let mut open_session: Option<String> = None;

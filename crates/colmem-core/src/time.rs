@@ -212,6 +212,16 @@ impl Validity {
         self.from <= t && self.until.is_none_or(|until| t < until)
     }
 
+    /// Whether every moment of `other` lies in this interval.
+    pub fn covers(&self, other: &Validity) -> bool {
+        self.from <= other.from
+            && match (self.until, other.until) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(mine), Some(theirs)) => theirs <= mine,
+            }
+    }
+
     /// Whether the two intervals share at least one moment.
     pub fn overlaps(&self, other: &Validity) -> bool {
         self.until.is_none_or(|u| other.from < u) && other.until.is_none_or(|u| self.from < u)
@@ -237,6 +247,20 @@ impl Validity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_covers_those_inside_it() {
+        let t = Timestamp::from_millis;
+        let open = Validity::since(t(10));
+        let closed = Validity::new(t(10), Some(t(20))).unwrap();
+        assert!(open.covers(&Validity::since(t(15))));
+        assert!(open.covers(&closed));
+        assert!(closed.covers(&closed));
+        assert!(closed.covers(&Validity::new(t(12), Some(t(20))).unwrap()));
+        assert!(!closed.covers(&Validity::since(t(12))));
+        assert!(!closed.covers(&Validity::new(t(12), Some(t(21))).unwrap()));
+        assert!(!open.covers(&Validity::since(t(9))));
+    }
 
     fn t(ms: i64) -> Timestamp {
         Timestamp::from_millis(ms)

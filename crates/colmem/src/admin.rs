@@ -3,11 +3,12 @@
 //! the read rule.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::RwLockWriteGuard;
 
 use colmem_access::{AccessGraph, Context, Explanation};
 use colmem_core::{
     AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Edge, FragmentId, LogicalClock,
-    Principal, ResourceId, Timestamp, UserId,
+    Principal, ResourceId, Timestamp, UserId, Validity,
 };
 use colmem_store::{AuditStatus, FragmentStore as _};
 use serde::Serialize;
@@ -17,6 +18,16 @@ use crate::memory::{Access, Memory};
 
 /// Audit entries read per batch when walking the log.
 const AUDIT_BATCH: usize = 1024;
+
+/// What a grant did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Granted {
+    /// The grant was recorded (in the access log and the audit chain).
+    Recorded(AccessEvent),
+    /// A granted edge already holds throughout the asked time, for this validity:
+    /// nothing was recorded.
+    AlreadyHeld(Validity),
+}
 
 /// The administrator's handle on a [`Memory`]; see [`Memory::admin`].
 #[derive(Clone, Copy, Debug)]
@@ -71,16 +82,26 @@ impl<'m> Admin<'m> {
     /// before now: appended to the store's log first, and applied to the in-memory
     /// graph only if the store accepted it, under the graph's write lock so no
     /// session sees one without the other.
+    fn apply(&self, change: AccessChange, at: Option<Timestamp>) -> Result<AccessEvent> {
+        let (graph, event) = self.checked(change, at)?;
+        self.record(graph, event)
+    }
+
+    /// Takes the graph's write lock and checks the change dated `at` against it.
     ///
     /// Only a memory with the directory to itself changes access: the graph of one
     /// opened shared is built once and would miss another's change (a revocation
     /// must reach every open session, and the log must replay).
-    fn apply(&self, change: AccessChange, at: Option<Timestamp>) -> Result<AccessEvent> {
+    fn checked(
+        &self,
+        change: AccessChange,
+        at: Option<Timestamp>,
+    ) -> Result<(RwLockWriteGuard<'m, AccessGraph>, AccessEvent)> {
         self.memory.writable()?;
         if self.memory.access() == Access::Shared {
             return Err(Error::Shared);
         }
-        let mut graph = self.memory.graph_mut();
+        let graph = self.memory.graph_mut();
         // One reading of the clock: the default date is the moment checked against.
         let now = self.memory.now();
         let event = AccessEvent {
@@ -88,8 +109,17 @@ impl<'m> Admin<'m> {
             change,
         };
         graph.check_at(&event, now)?;
+        Ok((graph, event))
+    }
+
+    /// Appends a checked event to the store's log, then applies it to the graph.
+    fn record(
+        &self,
+        mut graph: RwLockWriteGuard<'m, AccessGraph>,
+        event: AccessEvent,
+    ) -> Result<AccessEvent> {
         self.memory.store.append_access_event(&event)?;
-        // Checked above under the same lock: applying cannot be refused now.
+        // Checked under the same lock: applying cannot be refused now.
         graph.apply(event)?;
         Ok(event)
     }
@@ -102,14 +132,20 @@ impl<'m> Admin<'m> {
     /// Grants an edge from `at` (now by default; a future date takes effect then)
     /// until `until` (open-ended by default). A date before now is refused
     /// ([`AccessError::Backdated`](colmem_access::AccessError::Backdated)): it
-    /// would change who could read what at moments already past.
+    /// would change who could read what at moments already past. A grant the graph
+    /// already holds throughout that time records nothing, so running a setup twice
+    /// leaves one edge and one audit entry.
     pub fn grant(
         &self,
         edge: Edge,
         at: Option<Timestamp>,
         until: Option<Timestamp>,
-    ) -> Result<AccessEvent> {
-        self.apply(AccessChange::Grant { edge, until }, at)
+    ) -> Result<Granted> {
+        let (graph, event) = self.checked(AccessChange::Grant { edge, until }, at)?;
+        if let Some(held) = graph.held_throughout(edge, &Validity::new(event.at, until)?)? {
+            return Ok(Granted::AlreadyHeld(held));
+        }
+        self.record(graph, event).map(Granted::Recorded)
     }
 
     /// Revokes an edge at `at` (now by default; a future date schedules the end; a

@@ -27,7 +27,7 @@ mod memory;
 mod session;
 mod upkeep;
 
-pub use admin::{AccessMatrix, Admin, MatrixCell};
+pub use admin::{AccessMatrix, Admin, Granted, MatrixCell};
 pub use config::{
     CONFIG_FILE, ClockConfig, Config, ENV_PREFIX, EmbedderConfig, IndexConfig, LocalEmbedderConfig,
     NOT_CONFIG_VARS, PolicyConfig, StoreSettings,

@@ -564,6 +564,19 @@ fn grants_with_at_and_until_and_backdated_events() {
         "2999-01-01",
     ]);
     env.ok(&["grant", "member", "--group", "crew-1", "--agent", "helper"]);
+    // A setup run twice: the second grant is already held and records nothing.
+    let grants = || {
+        env.ok(&["audit", "tail", "-n", "100"])
+            .matches("grant member")
+            .count()
+    };
+    assert_eq!(grants(), 1);
+    let again = env.ok(&["grant", "member", "--group", "crew-1", "--agent", "helper"]);
+    assert!(
+        again.contains("already granted") && again.contains("nothing recorded"),
+        "{again}"
+    );
+    assert_eq!(grants(), 1);
     let err = env.fails(
         &["grant", "invoke", "--user", "carol", "--agent", "helper"],
         4,

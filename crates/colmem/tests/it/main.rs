@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use colmem::{
     AgentId, AuditStatus, ClockConfig, Config, Draft, Edge, EmbedderConfig, Error, ErrorKind,
-    Granularity, Memory, Origin, Principal, RecallOptions, TaskContext, Timestamp, Trajectory,
-    TurnInput, UserId, View, parts,
+    Granted, Granularity, Memory, Origin, Principal, RecallOptions, TaskContext, Timestamp,
+    Trajectory, TurnInput, UserId, Validity, View, parts,
 };
 
 const START: &str = "2026-01-01T00:00:00Z";
@@ -251,6 +251,59 @@ fn a_scheduled_grant_holds_up_no_revocation_and_survives_reopening() {
     assert!(memory.session(user("alice"), agent("scribe")).is_err());
     memory.logical_clock().unwrap().advance(24 * 60 * MINUTE);
     memory.session(user("alice"), agent("scribe")).unwrap();
+}
+
+/// A grant the graph already holds throughout its time records nothing; one that
+/// reaches past what is held, or comes after a revocation, is recorded.
+#[test]
+fn a_grant_already_held_records_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let admin = memory.admin();
+    let bob_scribe = Edge::Invoke {
+        user: user("bob"),
+        agent: agent("scribe"),
+    };
+    let at = |minutes: i64| Timestamp::from_millis(memory.now().as_millis() + minutes * MINUTE);
+    let log_len = || memory.access_graph().log().len();
+
+    let first = admin.grant(bob_scribe, None, Some(at(60))).unwrap();
+    let Granted::Recorded(event) = first else {
+        panic!("{first:?}")
+    };
+    let before = log_len();
+    let held = admin.grant(bob_scribe, Some(at(10)), Some(at(30))).unwrap();
+    assert_eq!(
+        held,
+        Granted::AlreadyHeld(Validity::new(event.at, Some(at(60))).unwrap())
+    );
+    assert_eq!(log_len(), before, "nothing recorded");
+    // Open-ended reaches past the hour held.
+    assert!(matches!(
+        admin.grant(bob_scribe, None, None).unwrap(),
+        Granted::Recorded(_)
+    ));
+    tick(&memory);
+    assert!(matches!(
+        admin.grant(bob_scribe, None, None).unwrap(),
+        Granted::AlreadyHeld(_)
+    ));
+    tick(&memory);
+    admin.revoke(bob_scribe, None).unwrap();
+    assert!(memory.session(user("bob"), agent("scribe")).is_err());
+    tick(&memory);
+    assert!(matches!(
+        admin.grant(bob_scribe, None, None).unwrap(),
+        Granted::Recorded(_)
+    ));
+    memory.session(user("bob"), agent("scribe")).unwrap();
+    let entries = admin.audit_tail(100).unwrap();
+    let grants = entries
+        .iter()
+        .filter(|e| matches!(&e.event, colmem::AuditEvent::Access { event } if matches!(event.change, colmem::AccessChange::Grant { edge, .. } if edge == bob_scribe)))
+        .count();
+    assert_eq!(grants, 3, "one audit entry per recorded grant");
 }
 
 #[test]
