@@ -546,6 +546,18 @@ fn redact_fragment(redactor: &Redactor, fragment: &mut Fragment) {
     fragment.keywords.retain(|k| redactor.apply(k) == *k);
 }
 
+/// Whether a fragment holds one of `keywords` (lowercase) in its text or among its
+/// keywords; any fragment does when there are none.
+fn has_keyword(fragment: &Fragment, keywords: &[String]) -> bool {
+    if keywords.is_empty() {
+        return true;
+    }
+    let content = fragment.content.to_lowercase();
+    keywords.iter().any(|k| {
+        content.contains(k.as_str()) || fragment.keywords.iter().any(|fk| fk.to_lowercase() == *k)
+    })
+}
+
 /// What a reader is shown of the fragments the read rule lets it see.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -577,16 +589,29 @@ impl ReadPolicy {
         Ok(())
     }
 
+    /// Narrows `fragments` to those holding a keyword of the policy and redacts them,
+    /// as [`ReadPolicy::apply`] does; a listing has no scores or ranks, so neither
+    /// `min_score` nor `top_k_per_tier` applies.
+    pub fn show_listed(&self, mut fragments: Vec<Fragment>) -> Result<Vec<Fragment>> {
+        let keywords = self.lowercase_keywords();
+        fragments.retain(|f| has_keyword(f, &keywords));
+        self.redact(&mut fragments)?;
+        Ok(fragments)
+    }
+
+    fn lowercase_keywords(&self) -> Vec<String> {
+        self.keywords
+            .iter()
+            .map(|k| k.trim().to_lowercase())
+            .filter(|k| !k.is_empty())
+            .collect()
+    }
+
     /// Narrows and transforms `hits` (in rank order). The result is always a
     /// subsequence of the input, in the same order.
     pub fn apply<H: Hit>(&self, hits: Vec<H>) -> Result<Vec<H>> {
         let redactor = Redactor::new(&self.redact)?;
-        let keywords: Vec<String> = self
-            .keywords
-            .iter()
-            .map(|k| k.trim().to_lowercase())
-            .filter(|k| !k.is_empty())
-            .collect();
+        let keywords = self.lowercase_keywords();
         let mut per_tier: BTreeMap<Tier, usize> = BTreeMap::new();
         let mut out = Vec::with_capacity(hits.len());
         for mut hit in hits {
@@ -600,16 +625,8 @@ impl ReadPolicy {
             if self.min_score.is_some_and(below) {
                 continue;
             }
-            if !keywords.is_empty() {
-                let fragment = hit.fragment();
-                let content = fragment.content.to_lowercase();
-                let matches = keywords.iter().any(|k| {
-                    content.contains(k.as_str())
-                        || fragment.keywords.iter().any(|fk| fk.to_lowercase() == *k)
-                });
-                if !matches {
-                    continue;
-                }
+            if !has_keyword(hit.fragment(), &keywords) {
+                continue;
             }
             if let Some(k) = self.top_k_per_tier {
                 let count = per_tier.entry(Tier::of(hit.fragment().scope)).or_default();

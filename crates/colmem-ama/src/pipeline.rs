@@ -824,6 +824,28 @@ impl Pipeline {
         self.delete_all(caller, &expired)
     }
 
+    /// Every version of what is kept under the subject key `key` ("dana/home"): the
+    /// facts and profile entries the caller may read now, current and replaced, oldest
+    /// first, each with the world time it held and the record time it was replaced.
+    /// The read rule is the store listing's filter with every version admitted;
+    /// deleted fragments are gone from it.
+    pub fn history(&self, caller: &Caller<'_>, key: &str) -> Result<Vec<Fragment>> {
+        if key.trim().is_empty() {
+            return Err(Error::InvalidInput(
+                "a history names a subject key such as dana/home".into(),
+            ));
+        }
+        let filter = caller.filter().clone().with_view(View::AllVersions);
+        Ok(self.store.list(
+            &filter,
+            &ListQuery {
+                key: Some(key.to_owned()),
+                order: Order::OldestFirst,
+                ..ListQuery::default()
+            },
+        )?)
+    }
+
     /// Retrieval-only mode; see the module documentation.
     pub fn recall(
         &self,

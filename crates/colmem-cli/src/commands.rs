@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use colmem::{
-    AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation,
+    AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation, Fragment,
     FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal, Recall,
     RecallOptions, Recalled, ResourceId, TaskContext, Timestamp, Trajectory, TurnInput, UserId,
     View, locomo,
@@ -53,6 +53,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Remember(args) => remember(&cli, args),
         Command::Recall(args) => recall(&cli, args),
         Command::Answer(args) => answer(&cli, args),
+        Command::History(args) => history(&cli, args),
         Command::Cards(CardsCommand::Compose {
             party,
             budget,
@@ -450,6 +451,7 @@ fn hit_json(hit: &Recalled) -> serde_json::Value {
         "round": hit.round,
         "route": hit.route,
         "granularity": f.granularity,
+        "key": f.key,
         "kind": f.kind,
         "scope": f.scope.to_string(),
         "user": f.provenance.user,
@@ -530,6 +532,62 @@ fn answer(cli: &Cli, args: &crate::RecallArgs) -> Result<ExitCode> {
         say!("\ndrawn from: {}", drawn.join(" "));
         say!("evidence read:");
         say_raw!("{}", hits_table(&answered.recall.hits));
+    }
+    memory.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every version under a subject key, oldest first, with when each held.
+fn history(cli: &Cli, args: &crate::HistoryArgs) -> Result<ExitCode> {
+    let memory = open_shared(cli)?;
+    let session = session(&memory, &args.party)?;
+    let versions = session.history(&args.key)?;
+    let held = |f: &Fragment| match f.validity.until() {
+        Some(until) => format!("{} until {until}", f.validity.from()),
+        None => format!("{} on", f.validity.from()),
+    };
+    if args.json {
+        let versions: Vec<serde_json::Value> = versions
+            .iter()
+            .map(|f| {
+                json!({
+                    "id": f.id,
+                    "granularity": f.granularity,
+                    "content": f.content,
+                    "valid_from": f.validity.from().to_string(),
+                    "valid_until": f.validity.until().map(|t| t.to_string()),
+                    "recorded_at": f.provenance.created_at.to_string(),
+                    "superseded_at": f.superseded_at.map(|t| t.to_string()),
+                    "superseded_by": f.superseded_by,
+                    "replaced": f.provenance.source.parents,
+                })
+            })
+            .collect();
+        print_json(&json!({ "key": args.key, "versions": versions }))?;
+    } else if versions.is_empty() {
+        say!(
+            "nothing this session may see is kept under {:?} (recall --json shows each fragment's key)",
+            args.key
+        );
+    } else {
+        let mut table = Table::new(&[
+            "ID",
+            "GRANULARITY",
+            "HELD (WORLD TIME)",
+            "REPLACED BY",
+            "CONTENT",
+        ]);
+        for f in &versions {
+            table.row(vec![
+                f.id.to_string(),
+                f.granularity.as_str().to_owned(),
+                held(f),
+                f.superseded_by
+                    .map_or_else(|| "-".to_owned(), |id| id.to_string()),
+                clip(&f.content, 80),
+            ]);
+        }
+        say_raw!("{}", table.render());
     }
     memory.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -46,6 +46,8 @@ pub enum Command {
     Recall(RecallArgs),
     /// Answer a question from what a user served by an agent may see (offline: the best evidence span; with a [chat] model, the model's answer).
     Answer(RecallArgs),
+    /// Every version a user served by an agent may read of what is kept under a subject key (alice/home): what was held, and when.
+    History(HistoryArgs),
     /// Strategy cards.
     #[command(subcommand)]
     Cards(CardsCommand),
@@ -293,6 +295,18 @@ pub struct RecallArgs {
     /// The query (for `answer`, the question).
     #[arg(required = true)]
     pub query: Vec<String>,
+}
+
+/// `history`
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub party: Party,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The subject key, as `recall --json` shows it (`alice/home`, `alice/sister/work`).
+    pub key: String,
 }
 
 /// `cards …`

@@ -268,6 +268,22 @@ impl<'m> Session<'m> {
         })
     }
 
+    /// Every version this session may read of what is kept under the subject key
+    /// `key` ("alice/home"), current and replaced, oldest first, as the read policy
+    /// shows them; the read is audited. A fragment's key is in `recall`'s hits.
+    pub fn history(&self, key: &str) -> Result<Vec<Fragment>> {
+        self.with_caller(|caller| {
+            let versions = self.memory.engine()?.pipeline.history(caller, key)?;
+            let versions = self.memory.config.policy.read.show_listed(versions)?;
+            self.memory.store.record_reads(&[ReadRecord {
+                user: self.user,
+                agent: self.agent,
+                returned: versions.iter().map(|f| f.id).collect(),
+            }])?;
+            Ok(versions)
+        })
+    }
+
     /// Composes the strategy cards this session may see for `task` into a budget of
     /// `budget` tokens (ConMem's read path); the read is audited. Only cards created
     /// up to now are seen.

@@ -244,6 +244,18 @@ fn oracle_visible(
     now: Timestamp,
     f: &Fragment,
 ) -> bool {
+    oracle_admits(events, user, agent, now, f, View::Current)
+}
+
+/// The read rule with the versions `view` reads: the current ones, or all of them.
+fn oracle_admits(
+    events: &[AccessEvent],
+    user: UserId,
+    agent: AgentId,
+    now: Timestamp,
+    f: &Fragment,
+    view: View,
+) -> bool {
     let mut invoke: BTreeSet<(UserId, AgentId)> = BTreeSet::new();
     for event in events.iter().filter(|e| e.at <= now) {
         match &event.change {
@@ -262,8 +274,11 @@ fn oracle_visible(
         }
     }
     let may = |a: &AgentId| invoke.contains(&(user, *a));
-    let current =
-        f.provenance.created_at <= now && f.deleted_at.is_none() && f.superseded_at.is_none();
+    let version = match view {
+        View::AllVersions => true,
+        _ => f.superseded_at.is_none(),
+    };
+    let current = f.provenance.created_at <= now && f.deleted_at.is_none() && version;
     let scope = match f.scope {
         colmem_core::Scope::Agent => {
             f.provenance.user == user && f.provenance.agents.contains(&agent)
@@ -319,6 +334,57 @@ proptest! {
                 }).unwrap();
                 let got: BTreeSet<FragmentId> = recall.hits.iter().map(|h| h.fragment.id).collect();
                 let want: BTreeSet<FragmentId> = every.iter().filter(|f| oracle_visible(&world.events, *u, *a, caller.now(), f)).map(|f| f.id).collect();
+                prop_assert_eq!(got, want, "user {} agent {}", u, a);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// Whatever the grants and revocations, the history of a subject key is exactly
+    /// the versions under it, replaced ones included, that the oracle admits when
+    /// every version is read.
+    #[test]
+    fn history_equals_the_oracle(grants in proptest::collection::vec(any::<bool>(), 4), revokes in proptest::collection::vec(any::<bool>(), 4)) {
+        let mut world = World::new();
+        let users: Vec<UserId> = (0..2).map(|i| UserId::new(&format!("hu{i}")).unwrap()).collect();
+        let agents: Vec<AgentId> = (0..2).map(|i| AgentId::new(&format!("ha{i}")).unwrap()).collect();
+        for u in &users { world.log(AccessChange::Register { principal: Principal::User(*u) }); }
+        for a in &agents { world.log(AccessChange::Register { principal: Principal::Agent(*a) }); }
+        let mut pairs = Vec::new();
+        for (i, granted) in grants.iter().enumerate() {
+            let (u, a) = (users[i / 2], agents[i % 2]);
+            if *granted {
+                world.log(AccessChange::Grant { edge: Edge::Invoke { user: u, agent: a }, until: None });
+                pairs.push((i, u, a));
+            }
+        }
+        for (i, u, a) in &pairs {
+            world.say(*u, *a, &format!("D1:{i}"), "Kim", "I live in Porto.", "2025-05-01");
+            world.say(*u, *a, &format!("D2:{i}"), "Kim", "I moved to Lisbon last week.", "2025-09-01");
+        }
+        for (i, u, a) in &pairs {
+            if revokes[*i] {
+                world.log(AccessChange::Revoke { edge: Edge::Invoke { user: *u, agent: *a } });
+            }
+        }
+        world.clock.advance(1_000);
+        let total = world.store.head().unwrap() + 10;
+        let every: Vec<Fragment> = (1..=total).filter_map(|id| world.store.get(FragmentId(id)).ok()).collect();
+        let replaced = every.iter().filter(|f| f.key.as_deref() == Some("kim/home") && f.superseded_at.is_some()).count();
+        prop_assert!(pairs.is_empty() || replaced > 0, "the move replaces the first home");
+        for u in &users {
+            for a in &agents {
+                let Some(caller) = world.caller(*u, *a) else { continue };
+                let got: Vec<FragmentId> = world.pipeline.history(&caller, "kim/home").unwrap().iter().map(|f| f.id).collect();
+                let want: Vec<FragmentId> = every
+                    .iter()
+                    .filter(|f| f.key.as_deref() == Some("kim/home"))
+                    .filter(|f| oracle_admits(&world.events, *u, *a, caller.now(), f, View::AllVersions))
+                    .map(|f| f.id)
+                    .collect();
                 prop_assert_eq!(got, want, "user {} agent {}", u, a);
             }
         }

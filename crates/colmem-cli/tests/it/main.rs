@@ -364,7 +364,7 @@ fn answer_gives_the_current_state_and_says_when_nothing_answers() {
         "helper",
         "--said-at",
         "2023-01-10",
-        "I live in Porto and work as a nurse.",
+        "I live in Porto.",
     ]);
     env.ok(&[
         "remember",
@@ -419,6 +419,38 @@ fn answer_gives_the_current_state_and_says_when_nothing_answers() {
         tail.contains("read") && tail.contains(&drawn.to_string()),
         "{tail}"
     );
+
+    // The history of where alice lives: Porto, replaced by Lisbon.
+    let key = value["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["id"] == drawn)
+        .unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(key, "alice/home");
+    let history = env.json(&[
+        "history", "--user", "alice", "--agent", "helper", "--json", &key,
+    ]);
+    let versions = history["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 2, "{history}");
+    assert!(
+        versions[0]["content"].as_str().unwrap().contains("Porto"),
+        "{history}"
+    );
+    assert_eq!(versions[0]["superseded_by"], versions[1]["id"], "{history}");
+    assert_eq!(
+        versions[0]["valid_until"], versions[1]["valid_from"],
+        "{history}"
+    );
+    let table = env.ok(&["history", "--user", "alice", "--agent", "helper", &key]);
+    assert!(
+        table.starts_with("ID") && table.contains("Lisbon"),
+        "{table}"
+    );
+    env.fails(&["history", "--user", "bob", "--agent", "helper", &key], 5);
 
     env.fails(
         &[

@@ -1112,3 +1112,53 @@ fn an_answer_reads_only_what_the_read_policy_shows() {
         answered.answer.text
     );
 }
+
+/// A history lists every version under a key, replaced ones included, as the read
+/// policy shows them (its keywords narrow, its redactions apply), and is audited.
+#[test]
+fn a_history_shows_every_version_as_the_read_policy_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = logical();
+    config.policy.read.redact = vec![parts::access::Redaction::Names(vec!["Oslo".to_owned()])];
+    let memory = Memory::open(dir.path(), config).unwrap();
+    setup(&memory);
+    let session = memory.session(user("alice"), agent("planner")).unwrap();
+    session
+        .remember(&turn("D1:1", "alice", "I live in Oslo with my two cats."))
+        .unwrap();
+    tick(&memory);
+    session
+        .remember(&turn("D1:2", "alice", "I moved to Bergen last week."))
+        .unwrap();
+    tick(&memory);
+    let versions = session.history("alice/home").unwrap();
+    let contents: Vec<&str> = versions.iter().map(|f| f.content.as_str()).collect();
+    assert_eq!(versions.len(), 2, "{contents:?}");
+    assert!(
+        versions[0].superseded_by == Some(versions[1].id),
+        "{versions:?}"
+    );
+    assert!(!contents[0].contains("Oslo"), "{contents:?}");
+    assert!(contents[1].contains("Bergen"), "{contents:?}");
+    let read = memory.admin().audit_tail(1).unwrap();
+    assert!(
+        matches!(&read[0].event, colmem::AuditEvent::Read { returned, .. } if returned.len() == 2),
+        "{read:?}"
+    );
+    // bob sees none of alice's; an empty key is refused.
+    let bob = memory.session(user("bob"), agent("planner")).unwrap();
+    assert!(bob.history("alice/home").unwrap().is_empty());
+    assert_eq!(
+        session.history("  ").unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    drop(memory);
+
+    let mut config = logical();
+    config.policy.read.keywords = vec!["bergen".to_owned()];
+    let memory = Memory::open(dir.path(), config).unwrap();
+    let session = memory.session(user("alice"), agent("planner")).unwrap();
+    let versions = session.history("alice/home").unwrap();
+    assert_eq!(versions.len(), 1, "{versions:?}");
+    assert!(versions[0].content.contains("Bergen"));
+}
