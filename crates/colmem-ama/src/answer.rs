@@ -24,7 +24,7 @@ use crate::constructor::{
 };
 use crate::error::Result;
 use crate::judge::stem;
-use crate::text::{MONTHS, content_words, sentences, words};
+use crate::text::{MONTHS, content_words, sentences, split_and, words};
 use crate::values::{mentions, named, touches};
 
 /// An answer with the evidence it rests on.
@@ -244,41 +244,6 @@ fn split_commas(text: &str) -> Vec<&str> {
         if !appositive {
             out.push(&text[start..at]);
             start = at + 2;
-        }
-    }
-    out.push(&text[start..]);
-    out
-}
-
-/// `text` split at each " and " that does not join two capitalised words: "Crown and
-/// Anchor" and "Petal and Stem" are names, "I sold the Ford and bought a Rivian" two
-/// clauses.
-fn split_and(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (at, _) in text.match_indices(" and ") {
-        let before = text[start..at].split_whitespace().next_back();
-        let after = text[at + 5..].split_whitespace().next();
-        // "I" is no name: "I moved to Paris and I love it" is two clauses.
-        let capital = |w: Option<&str>| {
-            w.is_some_and(|w| w.starts_with(char::is_uppercase) && w != "I" && !w.starts_with("I'"))
-        };
-        // "between 5 and 8 am" is one span too.
-        let number =
-            |w: Option<&str>| w.is_some_and(|w| w.starts_with(|c: char| c.is_ascii_digit()));
-        // "My husband and I are both nurses", "Selin's husband and Selin were …": a
-        // compound subject ("I sold the car and we were relieved" is two clauses).
-        let joined_subject = after.is_some_and(|w| w == "I" || w.starts_with(char::is_uppercase));
-        let subject = joined_subject
-            && text[at + 5..]
-                .split_whitespace()
-                .nth(1)
-                .is_some_and(|w| matches!(w, "are" | "were" | "both"));
-        let one_span =
-            (capital(before) && capital(after)) || (number(before) && number(after)) || subject;
-        if !one_span {
-            out.push(&text[start..at]);
-            start = at + 5;
         }
     }
     out.push(&text[start..]);

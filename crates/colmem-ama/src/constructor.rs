@@ -226,49 +226,51 @@ impl OfflineConstructor {
                 Some(t) => absolutise_dates(&rewritten, t),
                 None => rewritten,
             };
-            // A fact refers to the moment it looks ahead to: "next month we're moving"
-            // holds from next month, so a history read of the weeks between still
-            // finds the old home.
-            let time = turn
-                .time
-                .map(|t| ahead(&sentence.to_lowercase(), t).unwrap_or(t));
-            if words(&rewritten).len() < self.config.min_fact_words
-                || content_words(&rewritten).len() < 2
-            {
-                continue;
-            }
-            let pattern = classify(&rewritten);
-            let mut kw = keywords(&rewritten, 10);
-            // Facts about one attribute of the speaker share a key, so a later change
-            // finds the facts it makes stale; the attribute's name is a keyword too.
-            let subject = match subject_of(&rewritten, &turn.speaker) {
-                Subject::Speaker => Some(turn.speaker.clone()),
-                Subject::Relation(r) => Some(format!("{}/{r}", turn.speaker)),
-                Subject::TheirPeople | Subject::Other => None,
-            };
-            // A bracketed sentence describes what was shared ("[shares an image: a
-            // photo of a cake]"): it states nothing about the speaker.
-            let annotation = sentence.starts_with('[') && sentence.ends_with(']');
-            let about_listener = about_the_listener(&sentence);
-            let key = key_attributes(&rewritten)
-                .first()
-                .filter(|_| !annotation && !about_listener)
-                .zip(subject)
-                .map(|(attribute, subject)| {
-                    kw.push((*attribute).to_owned());
-                    subject_key(&subject, attribute)
+            for rewritten in per_attribute(&rewritten, &turn.speaker) {
+                // A fact refers to the moment it looks ahead to: "next month we're moving"
+                // holds from next month, so a history read of the weeks between still
+                // finds the old home.
+                let time = turn
+                    .time
+                    .map(|t| ahead(&sentence.to_lowercase(), t).unwrap_or(t));
+                if words(&rewritten).len() < self.config.min_fact_words
+                    || content_words(&rewritten).len() < 2
+                {
+                    continue;
+                }
+                let pattern = classify(&rewritten);
+                let mut kw = keywords(&rewritten, 10);
+                // Facts about one attribute of the speaker share a key, so a later change
+                // finds the facts it makes stale; the attribute's name is a keyword too.
+                let subject = match subject_of(&rewritten, &turn.speaker) {
+                    Subject::Speaker => Some(turn.speaker.clone()),
+                    Subject::Relation(r) => Some(format!("{}/{r}", turn.speaker)),
+                    Subject::TheirPeople | Subject::Other => None,
+                };
+                // A bracketed sentence describes what was shared ("[shares an image: a
+                // photo of a cake]"): it states nothing about the speaker.
+                let annotation = sentence.starts_with('[') && sentence.ends_with(']');
+                let about_listener = about_the_listener(&sentence);
+                let key = key_attributes(&rewritten)
+                    .first()
+                    .filter(|_| !annotation && !about_listener)
+                    .zip(subject)
+                    .map(|(attribute, subject)| {
+                        kw.push((*attribute).to_owned());
+                        subject_key(&subject, attribute)
+                    });
+                out.push(Memory {
+                    content: rewritten,
+                    turns: vec![turn.dialogue_id.clone()],
+                    session: turn.session.clone(),
+                    time,
+                    keywords: kw,
+                    key,
+                    pattern: Some(pattern),
+                    speaker: Some(turn.speaker.clone()),
+                    listener: Some(turn.listener.clone()),
                 });
-            out.push(Memory {
-                content: rewritten,
-                turns: vec![turn.dialogue_id.clone()],
-                session: turn.session.clone(),
-                time,
-                keywords: kw,
-                key,
-                pattern: Some(pattern),
-                speaker: Some(turn.speaker.clone()),
-                listener: Some(turn.listener.clone()),
-            });
+            }
         }
         out
     }
@@ -483,6 +485,40 @@ pub(crate) enum Subject {
     /// Someone else otherwise: "the manager of the team quit", "colleagues were
     /// transferred" (but "Mom and I left Brooklyn" opens with a relation too).
     Other,
+}
+
+/// A sentence telling two attributes of the speaker in clauses joined by "and" ("alice
+/// live in Porto and work as a nurse"), as one statement per clause, the speaker named
+/// where a clause leaves its subject out: a later move then replaces the home alone.
+/// Any other sentence stays whole.
+fn per_attribute(sentence: &str, speaker: &str) -> Vec<String> {
+    let whole = vec![sentence.to_owned()];
+    if subject_of(sentence, speaker) != Subject::Speaker {
+        return whole;
+    }
+    let parts = crate::text::split_and(sentence);
+    let mut attributes: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| key_attributes(p).first().copied())
+        .collect();
+    attributes.sort_unstable();
+    attributes.dedup();
+    if parts.len() < 2 || attributes.len() < 2 || parts.iter().any(|p| content_words(p).len() < 2) {
+        return whole;
+    }
+    let name = speaker.to_lowercase();
+    parts
+        .iter()
+        .map(|part| {
+            let first = part.split_whitespace().next().unwrap_or_default();
+            let named = first.to_lowercase().trim_end_matches("'s") == name;
+            if named || first.starts_with(char::is_uppercase) {
+                (*part).to_owned()
+            } else {
+                format!("{speaker} {part}")
+            }
+        })
+        .collect()
 }
 
 /// Whom a sentence is about, from its subject: a relation word up to the seventh word
@@ -1411,6 +1447,25 @@ mod tests {
             "Caroline went to a LGBTQ support group on 7 May 2023 and it was so powerful."
         );
         assert_eq!(fact.turns, vec!["D1:3".to_string()]);
+    }
+
+    #[test]
+    fn a_sentence_telling_two_attributes_gives_a_fact_for_each() {
+        assert_eq!(
+            per_attribute("Ines live in Porto and work as a nurse.", "Ines"),
+            ["Ines live in Porto", "Ines work as a nurse."]
+        );
+        // One attribute, or someone else's: the sentence stays whole.
+        for whole in [
+            "Ines sold the Ford and bought a Rivian.",
+            "Ines's brother lives in Porto and works as a nurse.",
+        ] {
+            assert_eq!(per_attribute(whole, "Ines"), [whole]);
+        }
+        let c = OfflineConstructor::default();
+        let facts = c.facts(&turn("D1:1", "Ines", "I live in Porto and work as a nurse."));
+        let keys: Vec<Option<&str>> = facts.iter().map(|f| f.key.as_deref()).collect();
+        assert_eq!(keys, [Some("ines/home"), Some("ines/work")]);
     }
 
     #[test]
