@@ -217,16 +217,16 @@ impl OfflineConstructor {
 
     fn facts(&self, turn: &TurnInput) -> Vec<Memory> {
         let mut out = Vec::new();
-        for sentence in sentences(&turn.text) {
-            if sentence.ends_with('?') {
+        for whole in sentences(&turn.text) {
+            if whole.ends_with('?') {
                 continue;
             }
-            let rewritten = rewrite_person(&sentence, &turn.speaker, &turn.listener);
-            let rewritten = match turn.time {
-                Some(t) => absolutise_dates(&rewritten, t),
-                None => rewritten,
-            };
-            for rewritten in per_attribute(&rewritten, &turn.speaker) {
+            for sentence in per_attribute(&whole) {
+                let rewritten = rewrite_person(&sentence, &turn.speaker, &turn.listener);
+                let rewritten = match turn.time {
+                    Some(t) => absolutise_dates(&rewritten, t),
+                    None => rewritten,
+                };
                 // A fact refers to the moment it looks ahead to: "next month we're moving"
                 // holds from next month, so a history read of the weeks between still
                 // finds the old home.
@@ -487,39 +487,61 @@ pub(crate) enum Subject {
     Other,
 }
 
-/// A sentence telling two attributes of the speaker in clauses joined by "and" ("alice
-/// live in Porto and work as a nurse"), as one statement per clause, the speaker named
-/// where a clause leaves its subject out: a later move then replaces the home alone.
+/// A sentence in which the speaker tells two of their attributes in clauses joined by
+/// "and" ("I live in Porto and work as a nurse"), as one sentence per clause, "I" put
+/// before a clause that leaves it out: a later move then replaces the home alone. Only
+/// a plain statement splits: each clause opens with "I" or a bare word that is no
+/// function word ("I work at Globex and the office is downtown" stays whole), and none
+/// says what was, would or might be ("I used to live in Porto and work as a nurse").
 /// Any other sentence stays whole.
-fn per_attribute(sentence: &str, speaker: &str) -> Vec<String> {
+fn per_attribute(sentence: &str) -> Vec<String> {
     let whole = vec![sentence.to_owned()];
-    if subject_of(sentence, speaker) != Subject::Speaker {
+    let parts = crate::text::split_and(sentence);
+    if parts.len() < 2 {
         return whole;
     }
-    let parts = crate::text::split_and(sentence);
     let mut attributes: Vec<&str> = parts
         .iter()
         .filter_map(|p| key_attributes(p).first().copied())
         .collect();
     attributes.sort_unstable();
     attributes.dedup();
-    if parts.len() < 2 || attributes.len() < 2 || parts.iter().any(|p| content_words(p).len() < 2) {
-        return whole;
+    let mut out = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        let ws = words(part);
+        let plain = match ws.first().map(String::as_str) {
+            Some("i" | "i'm") => ws.get(1).is_some_and(|w| !NOT_PLAIN.contains(&w.as_str())),
+            Some(w) if i > 0 => !NOT_PLAIN.contains(&w) && !FUNCTION_WORDS.contains(&w),
+            _ => false,
+        };
+        if !plain || content_words(part).len() < 2 {
+            return whole;
+        }
+        out.push(if i > 0 && !matches!(ws[0].as_str(), "i" | "i'm") {
+            format!("I {part}")
+        } else {
+            (*part).to_owned()
+        });
     }
-    let name = speaker.to_lowercase();
-    parts
-        .iter()
-        .map(|part| {
-            let first = part.split_whitespace().next().unwrap_or_default();
-            let named = first.to_lowercase().trim_end_matches("'s") == name;
-            if named || first.starts_with(char::is_uppercase) {
-                (*part).to_owned()
-            } else {
-                format!("{speaker} {part}")
-            }
-        })
-        .collect()
+    if attributes.len() < 2 { whole } else { out }
 }
+
+/// Words after "I" that make a clause tell what was, would, might or should be, or
+/// what is not.
+const NOT_PLAIN: &[&str] = &[
+    "used", "would", "will", "might", "may", "could", "should", "must", "want", "wanted", "wish",
+    "hope", "hoped", "plan", "planned", "was", "were", "had", "never", "don't", "didn't", "can't",
+    "won't", "wouldn't", "not", "also", "still",
+];
+
+/// Words that open a clause with a subject or an adverbial of its own: "the office is
+/// downtown", "next month we move".
+const FUNCTION_WORDS: &[&str] = &[
+    "the", "a", "an", "my", "our", "his", "her", "their", "its", "it", "it's", "we", "we're", "he",
+    "she", "they", "you", "there", "this", "that", "these", "those", "so", "then", "now", "next",
+    "last", "in", "on", "at", "for", "since", "from", "to", "with", "just", "only", "all", "both",
+    "me", "him", "them", "us", "one",
+];
 
 /// Whom a sentence is about, from its subject: a relation word up to the seventh word
 /// after the speaker's possessive makes it the speaker's relation ("Dana's sister", "my
@@ -1452,18 +1474,32 @@ mod tests {
     #[test]
     fn a_sentence_telling_two_attributes_gives_a_fact_for_each() {
         assert_eq!(
-            per_attribute("Ines live in Porto and work as a nurse.", "Ines"),
-            ["Ines live in Porto", "Ines work as a nurse."]
+            per_attribute("I live in Porto and work as a nurse."),
+            ["I live in Porto", "I work as a nurse."]
         );
-        // One attribute, or someone else's: the sentence stays whole.
+        assert_eq!(
+            per_attribute("I'm a nurse at Santo Antonio and I live in Porto."),
+            ["I'm a nurse at Santo Antonio", "I live in Porto."]
+        );
+        // One attribute, someone else's, a clause with a subject of its own, what was
+        // or would be: the sentence stays whole.
         for whole in [
-            "Ines sold the Ford and bought a Rivian.",
-            "Ines's brother lives in Porto and works as a nurse.",
+            "I'm a nurse and I live in Porto.",
+            "I sold the Ford and bought a Rivian.",
+            "My brother lives in Porto and works as a nurse.",
+            "I work at Globex and the office is downtown.",
+            "I used to live in Porto and work as a nurse.",
+            "I'd love to live in Porto and work as a nurse.",
+            "I work as a nurse and next month we move to Porto.",
         ] {
-            assert_eq!(per_attribute(whole, "Ines"), [whole]);
+            assert_eq!(per_attribute(whole), [whole]);
         }
         let c = OfflineConstructor::default();
-        let facts = c.facts(&turn("D1:1", "Ines", "I live in Porto and work as a nurse."));
+        let facts = c.facts(&turn(
+            "D1:1",
+            "Ines",
+            "I live in Porto and work as a nurse.",
+        ));
         let keys: Vec<Option<&str>> = facts.iter().map(|f| f.key.as_deref()).collect();
         assert_eq!(keys, [Some("ines/home"), Some("ines/work")]);
     }

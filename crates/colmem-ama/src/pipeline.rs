@@ -825,25 +825,58 @@ impl Pipeline {
     }
 
     /// Every version of what is kept under the subject key `key` ("dana/home"): the
-    /// facts and profile entries the caller may read now, current and replaced, oldest
-    /// first, each with the world time it held and the record time it was replaced.
+    /// user's own facts and profile entries the caller may read now, current and
+    /// replaced, oldest first, each with the world time it held and the record time it was replaced.
     /// The read rule is the store listing's filter with every version admitted;
-    /// deleted fragments are gone from it.
+    /// deleted fragments are gone from it. The fragment that replaced a version, and
+    /// those it replaced, are named only if the caller may read them.
     pub fn history(&self, caller: &Caller<'_>, key: &str) -> Result<Vec<Fragment>> {
         if key.trim().is_empty() {
             return Err(Error::InvalidInput(
                 "a history names a subject key such as dana/home".into(),
             ));
         }
-        let filter = caller.filter().clone().with_view(View::AllVersions);
-        Ok(self.store.list(
-            &filter,
-            &ListQuery {
-                key: Some(key.to_owned()),
-                order: Order::OldestFirst,
-                ..ListQuery::default()
-            },
-        )?)
+        // The user's own: another user's fact under the same key (shared with a crew)
+        // is about someone else of that name, and never one of these versions.
+        let mut versions = Vec::new();
+        for granularity in [Granularity::Fact, Granularity::Profile] {
+            versions.extend(self.own_fragments(
+                caller,
+                View::AllVersions,
+                Some(key.to_owned()),
+                Some(granularity),
+            )?);
+        }
+        versions.sort_by_key(|f| f.id);
+        // A version names the fragments it replaced and the one that replaced it: only
+        // those the caller may read too. Their ids and when they were written are not
+        // for a reader they are hidden from.
+        let listed: Vec<FragmentId> = versions.iter().map(|f| f.id).collect();
+        let readable = |id: FragmentId| -> Result<bool> {
+            if listed.contains(&id) {
+                return Ok(true);
+            }
+            match self.store.get(id) {
+                Ok(f) => Ok(caller.can_read_history(&f)),
+                Err(colmem_store::Error::NotFound { .. }) => Ok(false),
+                Err(e) => Err(e.into()),
+            }
+        };
+        for f in &mut versions {
+            if let Some(next) = f.superseded_by
+                && !readable(next)?
+            {
+                f.superseded_by = None;
+            }
+            let mut kept = Vec::new();
+            for parent in std::mem::take(&mut f.provenance.source.parents) {
+                if readable(parent)? {
+                    kept.push(parent);
+                }
+            }
+            f.provenance.source.parents = kept;
+        }
+        Ok(versions)
     }
 
     /// Retrieval-only mode; see the module documentation.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// One task attempt, after its prediction was fixed and scored.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Trajectory {
     /// A stable id, kept in the cards distilled from it.
     pub id: String,
@@ -24,6 +25,7 @@ pub struct Trajectory {
 
 /// One step of a trajectory.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Step {
     /// What the agent did or observed, in words.
     pub action: String,
@@ -34,6 +36,7 @@ pub struct Step {
 
 /// A choice between settings of one decision, made without certainty.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Decision {
     /// The decision's name (a word such as `rounding`).
     pub name: String,
@@ -45,6 +48,7 @@ pub struct Decision {
 
 /// The scorer's verdict.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Outcome {
     /// The score, in `[0, 1]`.
     pub score: f32,

@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result};
 use colmem::{
     AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation, Fragment,
     FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal, Recall,
-    RecallOptions, Recalled, ResourceId, TaskContext, Timestamp, Trajectory, TurnInput, UserId,
-    View, locomo,
+    RecallOptions, Recalled, ResourceId, Scope, TaskContext, Timestamp, Trajectory, TurnInput,
+    UserId, View, locomo,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -54,12 +54,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Recall(args) => recall(&cli, args),
         Command::Answer(args) => answer(&cli, args),
         Command::History(args) => history(&cli, args),
-        Command::Cards(CardsCommand::Compose {
-            party,
-            budget,
-            json,
-            task,
-        }) => compose_cards(&cli, party, *budget, *json, &task.join(" ")),
+        Command::Cards(CardsCommand::Compose(args)) => compose_cards(&cli, args),
         Command::Cards(CardsCommand::Learn(args)) => learn_cards(&cli, args),
         Command::Audit(audit) => audit_command(&cli, audit),
         Command::Import(ImportCommand::Locomo { path, agent, limit }) => {
@@ -267,7 +262,8 @@ fn revoke_edge(cli: &Cli, command: &RevokeCommand) -> Result<ExitCode> {
 }
 
 fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
-    let texts: Vec<String> = if args.text.is_empty() {
+    // No words, or a lone "-", read standard input.
+    let texts: Vec<String> = if args.text.is_empty() || args.text == ["-"] {
         std::io::stdin()
             .lock()
             .lines()
@@ -521,7 +517,10 @@ fn answer(cli: &Cli, args: &crate::RecallArgs) -> Result<ExitCode> {
         value["drawn_from"] = json!(answer.evidence);
         print_json(&value)?;
     } else if answer.text.is_empty() {
-        say!("no answer: nothing this session may see answers {question:?}");
+        say!(
+            "no answer: nothing this session may see answers {:?}",
+            clip(&question, 100)
+        );
         if !answered.recall.hits.is_empty() {
             say!("\nevidence read:");
             say_raw!("{}", hits_table(&answered.recall.hits));
@@ -593,16 +592,24 @@ fn history(cli: &Cli, args: &crate::HistoryArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn compose_cards(
-    cli: &Cli,
-    party: &Party,
-    budget: usize,
-    as_json: bool,
-    task: &str,
-) -> Result<ExitCode> {
+fn compose_cards(cli: &Cli, args: &crate::ComposeArgs) -> Result<ExitCode> {
+    let task = args.task.join(" ");
+    if !task.chars().any(char::is_alphanumeric) {
+        return Err(invalid("a task needs words to compose cards for"));
+    }
+    if args.budget == 0 {
+        return Err(invalid(
+            "a budget of 0 tokens holds no card: give --budget 1 or more",
+        ));
+    }
+    let (budget, as_json) = (args.budget, args.json);
     let memory = open_shared(cli)?;
-    let session = session(&memory, party)?;
-    let composition = session.compose_cards(&TaskContext::new(task), budget)?;
+    let session = session(&memory, &args.party)?;
+    let context = TaskContext {
+        live: args.condition.iter().cloned().collect(),
+        ..TaskContext::new(task.as_str())
+    };
+    let composition = session.compose_cards(&context, budget)?;
     if as_json {
         print_json(&json!({
             "task": task,
@@ -611,10 +618,33 @@ fn compose_cards(
             "tokens_used": composition.report.tokens_used,
             "budget": composition.report.budget,
             "retrieved": composition.report.retrieved,
+            "pruned": composition.report.pruned,
             "skipped": composition.report.skipped,
         }))?;
     } else if composition.cards.is_empty() {
-        say!("no strategy card this session may see applies to {task:?}");
+        let report = &composition.report;
+        let deferred = report
+            .pruned
+            .iter()
+            .filter(|p| matches!(p.reason, colmem::parts::cards::PruneReason::Deferred { .. }))
+            .count();
+        if !report.skipped.is_empty() {
+            say!(
+                "{} card(s) apply to {:?}, but none fits the budget of {budget} tokens: raise --budget",
+                report.skipped.len(),
+                clip(&task, 100)
+            );
+        } else if deferred > 0 {
+            say!(
+                "{deferred} card(s) apply to {:?} only under conditions the task does not name: name them with --condition",
+                clip(&task, 100)
+            );
+        } else {
+            say!(
+                "no strategy card this session may see applies to {:?}",
+                clip(&task, 100)
+            );
+        }
     } else {
         say!("{}", composition.text.trim_end());
         eprintln!(
@@ -626,6 +656,15 @@ fn compose_cards(
     }
     memory.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to call an input path in messages: `-` is standard input.
+fn input_name(path: &Path) -> String {
+    if path == Path::new("-") {
+        "standard input".to_owned()
+    } else {
+        path.display().to_string()
+    }
 }
 
 /// Reads scored trajectories, one JSON object per non-blank line, from a file or
@@ -640,34 +679,50 @@ fn trajectories(path: &Path) -> Result<Vec<Trajectory>> {
         std::fs::read_to_string(path)
             .map_err(|e| unavailable(format!("cannot read {}: {e}", path.display())))?
     };
-    let source = if path == Path::new("-") {
-        "standard input".to_owned()
-    } else {
-        path.display().to_string()
-    };
+    let source = input_name(path);
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(i, line)| {
-            serde_json::from_str(line).map_err(|e| {
+            let refuse = |why: String| {
                 invalid(format!(
-                    "line {} of {source} is not a trajectory: {e}; nothing was learned (docs/cli.md shows the fields)",
+                    "line {} of {source} is not a trajectory: {why}; nothing was learned (docs/cli.md shows the fields)",
                     i + 1,
                 ))
-            })
+            };
+            let t: Trajectory = serde_json::from_str(line).map_err(|e| refuse(e.to_string()))?;
+            if t.id.trim().is_empty() {
+                return Err(refuse("its id is empty".into()));
+            }
+            if !t.task.chars().any(char::is_alphanumeric) {
+                return Err(refuse("its task has no words".into()));
+            }
+            if !(0.0..=1.0).contains(&t.outcome.score) {
+                return Err(refuse(format!("score {} is not in [0, 1]", t.outcome.score)));
+            }
+            Ok(t)
         })
         .collect()
 }
 
 fn learn_cards(cli: &Cli, args: &crate::LearnArgs) -> Result<ExitCode> {
+    let scope = args
+        .scope
+        .as_deref()
+        .map(str::parse::<Scope>)
+        .transpose()
+        .map_err(colmem::Error::from)?;
     let trajectories = trajectories(&args.file)?;
-    if trajectories.is_empty() {
-        say!("the file holds no trajectory: nothing learned");
-        return Ok(ExitCode::SUCCESS);
-    }
     let memory = open(cli)?;
     let session = session(&memory, &args.party)?;
-    let report = session.learn_cards(&trajectories, args.scope)?;
+    if trajectories.is_empty() {
+        say!(
+            "{} holds no trajectory: nothing learned",
+            input_name(&args.file)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let report = session.learn_cards(&trajectories, scope)?;
     if args.json {
         print_json(&json!({
             "trajectories": trajectories.len(),
@@ -681,7 +736,7 @@ fn learn_cards(cli: &Cli, args: &crate::LearnArgs) -> Result<ExitCode> {
         }))?;
     } else {
         say!(
-            "learned from {} trajectories: {} candidate card(s), {} written ({} merged into a card this session sees), {} below the admission threshold, {} kept out by the write policy, {} failure(s) too uninformative to reflect on",
+            "learned from {} trajectory(ies): {} candidate card(s), {} written ({} merged into a card this session sees), {} below the admission threshold, {} kept out by the write policy, {} failure(s) too uninformative to reflect on",
             trajectories.len(),
             report.candidates,
             report.written.len(),
@@ -947,15 +1002,17 @@ fn import_locomo(
         if !memory.is_registered(Principal::User(user)) {
             admin.register(Principal::User(user))?;
         }
-        // Recorded once: a grant already held records nothing.
-        admin.grant(
-            Edge::Invoke {
-                user,
-                agent: assistant,
-            },
-            None,
-            None,
-        )?;
+        // An edge that holds now is left as it is, a scheduled end included.
+        if !memory.invocable(user)?.contains(&assistant) {
+            admin.grant(
+                Edge::Invoke {
+                    user,
+                    agent: assistant,
+                },
+                None,
+                None,
+            )?;
+        }
         let session = memory.session(user, assistant)?;
         let dialogue = &conversation.dialogue;
         let mut open_session: Option<String> = None;

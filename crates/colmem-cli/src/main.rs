@@ -313,21 +313,28 @@ pub struct HistoryArgs {
 #[derive(Debug, Subcommand)]
 pub enum CardsCommand {
     /// Compose the strategy cards this session may see for a task into a token budget.
-    Compose {
-        #[command(flatten)]
-        party: Party,
-        /// The token budget.
-        #[arg(long, default_value_t = 512)]
-        budget: usize,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-        /// The task.
-        #[arg(required = true)]
-        task: Vec<String>,
-    },
+    Compose(ComposeArgs),
     /// Learn strategy cards from scored task trajectories (ConMem's write path): warnings from failures, strategies from successes, each card admitted, merged and written as this session.
     Learn(LearnArgs),
+}
+
+/// `cards compose`
+#[derive(Debug, Args)]
+pub struct ComposeArgs {
+    #[command(flatten)]
+    pub party: Party,
+    /// The token budget.
+    #[arg(long, default_value_t = 512)]
+    pub budget: usize,
+    /// A condition that holds in this task (repeat for more): cards learned under a condition apply only where it is named.
+    #[arg(long)]
+    pub condition: Vec<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The task.
+    #[arg(required = true)]
+    pub task: Vec<String>,
 }
 
 /// `cards learn`
@@ -337,7 +344,7 @@ pub struct LearnArgs {
     pub party: Party,
     /// The scope of the cards: agent, user, global or group:NAME [default: the write policy's default for an observation].
     #[arg(long)]
-    pub scope: Option<colmem::Scope>,
+    pub scope: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -317,7 +317,9 @@ fn remember_then_recall_as_a_table_and_as_json() {
     assert!(out.contains("fragment(s) written"), "{out}");
     let stdin = "I adopted a dog named Pixel last spring.\n\nMy sister works as a nurse.\n";
     let out = env.run_with(
-        &["remember", "--user", "alice", "--agent", "helper", "--json"],
+        &[
+            "remember", "--user", "alice", "--agent", "helper", "--json", "-",
+        ],
         Some(stdin),
     );
     assert_eq!(out.code, 0, "{out:?}");
@@ -1096,13 +1098,94 @@ fn cards_learned_from_trajectories_are_composed_within_their_scope() {
         &[
             "cards", "learn", "--user", "alice", "--agent", "helper", "--scope", "users", "-",
         ],
-        2,
+        3,
     );
     let out = env.run_with(
         &["cards", "learn", "--user", "bob", "--agent", "helper", "-"],
         Some(TRAJECTORIES),
     );
     assert_eq!(out.code, 5, "bob may not invoke helper: {out:?}");
+    // A typo in a field, a score out of range, a task without words: refused, naming
+    // the line.
+    for (bad, why) in [
+        (
+            r#"{"id":"x","task":"t t","round":1,"steps":[],"outcome":{"score":0.5,"success":true},"condtions":[]}"#,
+            "condtions",
+        ),
+        (
+            r#"{"id":"x","task":"t t","round":1,"steps":[],"outcome":{"score":1.5,"success":true}}"#,
+            "score 1.5",
+        ),
+        (
+            r#"{"id":"x","task":" ? ","round":1,"steps":[],"outcome":{"score":0.5,"success":true}}"#,
+            "no words",
+        ),
+    ] {
+        let out = env.run_with(
+            &[
+                "cards", "learn", "--user", "alice", "--agent", "helper", "-",
+            ],
+            Some(bad),
+        );
+        assert_eq!(out.code, 3, "{out:?}");
+        assert!(
+            out.stderr.contains("line 1 of standard input") && out.stderr.contains(why),
+            "{out:?}"
+        );
+    }
+    let err = env.fails(
+        &[
+            "cards", "learn", "--user", "alice", "--agent", "helper", "--scope", "group:", "-",
+        ],
+        3,
+    );
+    assert!(err.contains("invalid"), "{err}");
+}
+
+/// A card learned under a condition is composed only where the task names it, and
+/// the reason is said when no card is shown.
+#[test]
+fn a_card_learned_under_a_condition_applies_where_it_is_named() {
+    let env = Env::with_alice();
+    let line = TRAJECTORIES.lines().next().unwrap().replacen(
+        r#""round":1"#,
+        r#""round":1,"conditions":["whole crates only"]"#,
+        1,
+    );
+    let line = format!(
+        "{line}\n{}\n",
+        TRAJECTORIES.lines().nth(1).unwrap().replacen(
+            r#""round":1"#,
+            r#""round":1,"conditions":["whole crates only"]"#,
+            1,
+        )
+    );
+    let out = env.run_with(
+        &[
+            "cards", "learn", "--user", "alice", "--agent", "helper", "-",
+        ],
+        Some(&line),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let task = "A printer must print 75 pages and each cartridge lasts 8 pages. How many cartridges are needed?";
+    let compose = |extra: &[&str]| {
+        let mut args = vec!["cards", "compose", "--user", "alice", "--agent", "helper"];
+        args.extend_from_slice(extra);
+        args.push(task);
+        env.ok(&args)
+    };
+    let unnamed = compose(&[]);
+    assert!(unnamed.contains("--condition"), "{unnamed}");
+    let named = compose(&["--condition", "whole crates only"]);
+    assert!(named.contains("rounding=ceil"), "{named}");
+    let tight = compose(&["--condition", "whole crates only", "--budget", "3"]);
+    assert!(tight.contains("raise --budget"), "{tight}");
+    env.fails(
+        &[
+            "cards", "compose", "--user", "alice", "--agent", "helper", "--budget", "0", task,
+        ],
+        3,
+    );
 }
 
 #[test]
