@@ -591,6 +591,15 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
             _ => continue,
         };
     }
+    // "He moved to Berlin last year": another person, unless the speaker is in it too
+    // ("they moved Dana to the Berlin office").
+    if matches!(
+        ws.first().map(String::as_str),
+        Some("he" | "she" | "he's" | "she's")
+    ) && !ws.iter().any(|w| *w == speaker || *w == possessive)
+    {
+        return Subject::Other;
+    }
     // "A studio in Mexico City offered Dana a position", "Guy at the shop tried to talk
     // me into a Kia": someone unnamed doing something to the speaker, unless the speaker
     // or theirs is in it as a subject ("A friend and I…", "A Mazda is in my driveway",
@@ -1277,6 +1286,19 @@ mod tests {
     #[test]
     fn a_sentence_about_someone_elses_relation_is_not_the_speakers() {
         assert_eq!(subject_of("Dana moved to Leeds.", "Dana"), Subject::Speaker);
+        // "He", "she" opening a sentence that names the speaker nowhere.
+        assert_eq!(
+            subject_of("He moved to Berlin last year.", "Dana"),
+            Subject::Other
+        );
+        assert_eq!(
+            subject_of("She's a nurse in Leeds.", "Dana"),
+            Subject::Other
+        );
+        assert_eq!(
+            subject_of("He moved Dana to the Leeds office.", "Dana"),
+            Subject::Speaker
+        );
         // "A manager", "a friend" later in the sentence are no subject.
         assert_eq!(
             subject_of("Dana became a manager at Globex.", "Dana"),

@@ -1273,6 +1273,11 @@ impl Pipeline {
         for scope in scopes {
             let olds: Vec<&Fragment> = olds.iter().filter(|f| f.scope == scope).collect();
             let mut draft = self.draft(memory, Granularity::Fact, turn);
+            // "Erin lives in Tokyo now" replaces what was held of "my colleague Erin"
+            // (the judge took it for her): the new version is hers, under her key.
+            if let Some(key) = kin_key(memory.key.as_deref(), &olds) {
+                draft.key = Some(key);
+            }
             // A turn kept private closes each stale fact with a successor in its own
             // private scope, of the caller's own (it says what the turn says, nothing
             // of the stale facts'): their other readers no longer read them, nor the
@@ -1565,6 +1570,27 @@ fn searched_together(route: Route) -> Vec<Granularity> {
         .into_iter()
         .filter(|&g| g != Granularity::Episode || route == Route::Episode)
         .collect()
+}
+
+/// The key of the speaker's relation whose facts `new_key` replaces, when it is the
+/// speaker's own key (`dana/home`) and every stale fact is one relation's of the same
+/// attribute (`dana/colleague/home`).
+fn kin_key(new_key: Option<&str>, olds: &[&Fragment]) -> Option<String> {
+    let (person, attribute) = new_key?.split_once('/')?;
+    if attribute.contains('/') {
+        return None;
+    }
+    let first = olds.first()?.key.clone()?;
+    let mut parts = first.split('/');
+    let of_kin = parts.next() == Some(person)
+        && parts.next().is_some()
+        && parts.next() == Some(attribute)
+        && parts.next().is_none();
+    (of_kin
+        && olds
+            .iter()
+            .all(|f| f.key.as_deref() == Some(first.as_str())))
+    .then_some(first)
 }
 
 /// The most fragments one recall returns.

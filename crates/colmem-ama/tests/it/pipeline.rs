@@ -437,6 +437,39 @@ fn a_history_names_no_successor_the_reader_may_not_read() {
     assert_eq!(versions[0].superseded_by, None);
 }
 
+/// What replaces a fact of the speaker's named kin is the kin's: "Erin lives in Tokyo
+/// now" after "my colleague Erin lives in Paris" is kept under the colleague's key, and
+/// the speaker's own home is untouched.
+#[test]
+fn the_successor_of_a_kins_fact_is_the_kins() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "I live in Hamburg.", "2025-05-01"),
+            ("D1:2", "My colleague Erin lives in Paris.", "2025-05-02"),
+            ("D1:3", "Erin lives in Tokyo now.", "2025-09-01"),
+        ],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    let erin = world
+        .pipeline
+        .history(&caller, "dana/colleague/home")
+        .unwrap();
+    let told: Vec<&str> = erin.iter().map(|f| f.content.as_str()).collect();
+    assert_eq!(erin.len(), 2, "{told:?}");
+    assert!(told[1].contains("Tokyo"), "{told:?}");
+    assert_eq!(erin[0].superseded_by, Some(erin[1].id));
+    let own = world.pipeline.history(&caller, "dana/home").unwrap();
+    let told: Vec<&str> = own.iter().map(|f| f.content.as_str()).collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains("Hamburg") && own[0].superseded_at.is_none(),
+        "{told:?}"
+    );
+}
+
 fn one_pair() -> (World, UserId, AgentId) {
     pair_in(World::new())
 }
