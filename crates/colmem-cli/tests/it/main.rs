@@ -358,26 +358,21 @@ fn answer_gives_the_current_state_and_says_when_nothing_answers() {
         args.push(question);
         env.ok(&args)
     };
-    env.ok(&[
-        "remember",
-        "--user",
-        "alice",
-        "--agent",
-        "helper",
-        "--said-at",
-        "2023-01-10",
-        "I live in Porto.",
-    ]);
-    env.ok(&[
-        "remember",
-        "--user",
-        "alice",
-        "--agent",
-        "helper",
-        "--said-at",
-        "2023-06-02",
-        "I moved to Lisbon last week.",
-    ]);
+    for (said_at, text) in [
+        ("2023-01-10", "I live in Porto."),
+        ("2023-06-02", "I moved to Lisbon last week."),
+    ] {
+        env.ok(&[
+            "remember",
+            "--user",
+            "alice",
+            "--agent",
+            "helper",
+            "--said-at",
+            said_at,
+            text,
+        ]);
+    }
     let now = ask(&[], "Which city does alice live in now?");
     let first = now.lines().next().unwrap();
     assert!(

@@ -1090,18 +1090,25 @@ fn a_keyed_write_retried_later_is_replayed() {
     assert_ne!(bobs, first);
 }
 
-#[test]
-fn an_answer_reads_only_what_the_read_policy_shows() {
-    let dir = tempfile::tempdir().unwrap();
+/// A memory whose read policy redacts "Oslo", where alice told planner she lives there.
+fn alice_in_redacted_oslo(dir: &std::path::Path) -> Memory {
     let mut config = logical();
     config.policy.read.redact = vec![parts::access::Redaction::Names(vec!["Oslo".to_owned()])];
-    let memory = Memory::open(dir.path(), config).unwrap();
+    let memory = Memory::open(dir, config).unwrap();
     setup(&memory);
     let session = memory.session(user("alice"), agent("planner")).unwrap();
     session
         .remember(&turn("D1:1", "alice", "I live in Oslo with my two cats."))
         .unwrap();
     tick(&memory);
+    memory
+}
+
+#[test]
+fn an_answer_reads_only_what_the_read_policy_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = alice_in_redacted_oslo(dir.path());
+    let session = memory.session(user("alice"), agent("planner")).unwrap();
     let answered = session
         .answer("Where does alice live?", &RecallOptions::default())
         .unwrap();
@@ -1118,15 +1125,8 @@ fn an_answer_reads_only_what_the_read_policy_shows() {
 #[test]
 fn a_history_shows_every_version_as_the_read_policy_does() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = logical();
-    config.policy.read.redact = vec![parts::access::Redaction::Names(vec!["Oslo".to_owned()])];
-    let memory = Memory::open(dir.path(), config).unwrap();
-    setup(&memory);
+    let memory = alice_in_redacted_oslo(dir.path());
     let session = memory.session(user("alice"), agent("planner")).unwrap();
-    session
-        .remember(&turn("D1:1", "alice", "I live in Oslo with my two cats."))
-        .unwrap();
-    tick(&memory);
     session
         .remember(&turn("D1:2", "alice", "I moved to Bergen last week."))
         .unwrap();
