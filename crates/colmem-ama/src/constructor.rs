@@ -506,6 +506,9 @@ fn per_attribute(sentence: &str) -> Vec<String> {
         .collect();
     attributes.sort_unstable();
     attributes.dedup();
+    if attributes.len() < 2 {
+        return whole;
+    }
     let mut out = Vec::with_capacity(parts.len());
     for (i, part) in parts.iter().enumerate() {
         let ws = words(part);
@@ -523,7 +526,7 @@ fn per_attribute(sentence: &str) -> Vec<String> {
             (*part).to_owned()
         });
     }
-    if attributes.len() < 2 { whole } else { out }
+    out
 }
 
 /// Words after "I" that make a clause tell what was, would, might or should be, or
@@ -592,7 +595,7 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
         };
     }
     // "He moved to Berlin last year": another person, unless the speaker is in it too
-    // ("they moved Dana to the Berlin office").
+    // ("he moved Dana to the Berlin office").
     if matches!(
         ws.first().map(String::as_str),
         Some("he" | "she" | "he's" | "she's")
