@@ -826,9 +826,9 @@ impl Pipeline {
 
     /// Every version of what is kept under the subject key `key` ("dana/home"): the
     /// user's own facts and profile entries the caller may read now, current and
-    /// replaced, oldest first, each with the world time it held and the record time it was replaced.
-    /// The read rule is the store listing's filter with every version admitted;
-    /// deleted fragments are gone from it. The fragment that replaced a version, and
+    /// replaced, oldest first, each with the world time it held and the record time it
+    /// was replaced. The read rule is the store listing's filter with every version
+    /// admitted; deleted fragments are gone from it. The fragment that replaced a version, and
     /// those it replaced, are named only if the caller may read them.
     pub fn history(&self, caller: &Caller<'_>, key: &str) -> Result<Vec<Fragment>> {
         if key.trim().is_empty() {

@@ -250,7 +250,6 @@ mod tests {
 
     #[test]
     fn an_interval_covers_those_inside_it() {
-        let t = Timestamp::from_millis;
         let open = Validity::since(t(10));
         let closed = Validity::new(t(10), Some(t(20))).unwrap();
         assert!(open.covers(&Validity::since(t(15))));
