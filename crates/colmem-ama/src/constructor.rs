@@ -227,12 +227,13 @@ impl OfflineConstructor {
                     Some(t) => absolutise_dates(&rewritten, t),
                     None => rewritten,
                 };
-                // A fact refers to the moment it looks ahead to: "next month we're moving"
-                // holds from next month, so a history read of the weeks between still
-                // finds the old home.
-                let time = turn
-                    .time
-                    .map(|t| ahead(&sentence.to_lowercase(), t).unwrap_or(t));
+                // A fact refers to the moment it looks ahead or back to: "next month we're
+                // moving" holds from next month, so a history read of the weeks between
+                // still finds the old home; "we moved last month" from last month.
+                let time = turn.time.map(|t| {
+                    let lower = sentence.to_lowercase();
+                    ahead(&lower, t).or_else(|| behind(&lower, t)).unwrap_or(t)
+                });
                 if words(&rewritten).len() < self.config.min_fact_words
                     || content_words(&rewritten).len() < 2
                 {
@@ -1006,6 +1007,21 @@ fn ahead(lower: &str, said: Timestamp) -> Option<Timestamp> {
     }
     find_phrase(lower, "next month")?;
     first_of_month(said, 1)
+}
+
+/// The moment a sentence said at `said` looks back to, when it names one: "I moved to
+/// Hamburg last month" holds from the first day of last month, "yesterday" from the day
+/// before.
+fn behind(lower: &str, said: Timestamp) -> Option<Timestamp> {
+    const DAY: i64 = 86_400_000;
+    if find_phrase(lower, "yesterday").is_some() {
+        return Some(said.plus_millis(-DAY));
+    }
+    if find_phrase(lower, "last week").is_some() {
+        return Some(said.plus_millis(-7 * DAY));
+    }
+    find_phrase(lower, "last month")?;
+    first_of_month(said, -1)
 }
 
 /// The first moment (UTC) of the month `months` after the one `said` falls in.

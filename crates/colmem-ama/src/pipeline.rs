@@ -1278,6 +1278,15 @@ impl Pipeline {
             if let Some(key) = kin_key(memory.key.as_deref(), &olds) {
                 draft.key = Some(key);
             }
+            // A successor holds after what it replaces held from: "we moved last month"
+            // replaces "I live in Leeds" said last week from just after it was said, so
+            // the old version closes where the new one starts.
+            if let Some(latest) = olds.iter().map(|f| f.validity.from()).max()
+                && draft.validity.from() <= latest
+                && let Ok(validity) = Validity::new(latest.plus_millis(1), None)
+            {
+                draft.validity = validity;
+            }
             // A turn kept private closes each stale fact with a successor in its own
             // private scope, of the caller's own (it says what the turn says, nothing
             // of the stale facts'): their other readers no longer read them, nor the

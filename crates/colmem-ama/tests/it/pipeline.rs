@@ -470,6 +470,44 @@ fn the_successor_of_a_kins_fact_is_the_kins() {
     );
 }
 
+/// "We moved to Bristol last month" holds from the first of last month, and never
+/// before what it replaces: the old home closes where the new one starts.
+#[test]
+fn a_change_told_after_the_fact_holds_from_when_it_happened() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "I live in Leeds.", "2025-03-01"),
+            ("D1:2", "We moved to Bristol last month.", "2025-06-14"),
+        ],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    let versions = world.pipeline.history(&caller, "dana/home").unwrap();
+    assert_eq!(versions.len(), 2, "{versions:?}");
+    let may = Timestamp::parse("2025-05-01").unwrap();
+    assert_eq!(versions[1].validity.from(), may);
+    assert_eq!(versions[0].validity.until(), Some(may));
+
+    // Said after a later statement of the old home, it starts just after that one.
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "I live in Leeds.", "2025-06-10"),
+            ("D1:2", "We moved to Bristol last month.", "2025-06-14"),
+        ],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    let versions = world.pipeline.history(&caller, "dana/home").unwrap();
+    assert_eq!(versions.len(), 2, "{versions:?}");
+    let said = Timestamp::parse("2025-06-10").unwrap();
+    assert_eq!(versions[1].validity.from(), said.plus_millis(1));
+    assert_eq!(versions[0].validity.until(), Some(said.plus_millis(1)));
+}
+
 fn one_pair() -> (World, UserId, AgentId) {
     pair_in(World::new())
 }
