@@ -282,6 +282,8 @@ impl Judge for OfflineJudge {
             })
             .unwrap_or_default();
         let opens_with_kin = !names_kin_of.is_empty();
+        // What the statement says it replaces, when "instead of" is its only cue.
+        let instead_of = replaced_instead(&own);
         let mut out = Vec::new();
         for f in held
             .iter()
@@ -308,7 +310,13 @@ impl Judge for OfflineJudge {
                 _ => !(kin_alone && whom(&f.content) == Some(Subject::Speaker)),
             };
             let old_values = named(&without_annotations(&f.content), &names);
-            let names_held = keys_agree && old_values.iter().any(|v| touches(said, v));
+            // "Instead of skiing we stayed in": what takes another's place names what it
+            // replaces; a held value named elsewhere in the turn ("Loki howled at it")
+            // is not it.
+            let names_held = keys_agree
+                && old_values.iter().any(|v| {
+                    touches(said, v) && instead_of.as_deref().is_none_or(|y| touches(y, v))
+                });
             let overlaps = |old: &[String], new: &[String]| {
                 keys_agree && jaccard(old, new) >= self.config.correction_overlap
             };
@@ -405,6 +413,18 @@ impl Judge for OfflineJudge {
         }
         Ok(out)
     }
+}
+
+/// What follows "instead of" in a statement's clause, when that is its only change cue:
+/// "skiing on the weekend we stayed in" of "Instead of skiing on the weekend we stayed
+/// in", "running" of "I took up swimming instead of running."
+fn replaced_instead(statement: &str) -> Option<String> {
+    let lower = statement.to_lowercase();
+    let at = crate::text::find_phrase(&lower, "instead of")?;
+    let rest = &lower[at + "instead of".len()..];
+    let end = rest.find([',', '.', ';', '!', '?']).unwrap_or(rest.len());
+    let without = format!("{} {}", &lower[..at], &rest[end..]);
+    (!announces_change(&without)).then(|| rest[..end].to_owned())
 }
 
 /// Whether a statement says what it tells is had as well: "too", "also", "as well".
@@ -556,6 +576,23 @@ mod tests {
             "Dana Smith's wife and Dana moved to Leeds.",
             "Dana Smith"
         ));
+    }
+
+    #[test]
+    fn instead_of_names_what_it_replaces_when_it_is_the_only_cue() {
+        assert_eq!(
+            replaced_instead("I took up swimming instead of running.").as_deref(),
+            Some(" running")
+        );
+        assert_eq!(
+            replaced_instead("Instead of skiing we stayed in, Loki slept.").as_deref(),
+            Some(" skiing we stayed in")
+        );
+        assert_eq!(
+            replaced_instead("I moved to Leeds instead of Bristol."),
+            None
+        );
+        assert_eq!(replaced_instead("I drink oat milk now."), None);
     }
 
     #[test]

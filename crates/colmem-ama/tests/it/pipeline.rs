@@ -508,6 +508,48 @@ fn a_change_told_after_the_fact_holds_from_when_it_happened() {
     assert_eq!(versions[0].validity.until(), Some(said.plus_millis(1)));
 }
 
+/// "Instead of skiing we stayed in" takes the place of skiing only: Loki, named in the
+/// next sentence, keeps his facts.
+#[test]
+fn what_is_done_instead_replaces_only_what_it_names() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "Outdoors is easy, my husky Loki needs two long walks a day whether I like it or not.",
+                "2022-11-20",
+            ),
+            (
+                "D1:2",
+                "Aurora last night was unreal, green and purple curtains. Loki howled at it.",
+                "2023-01-04",
+            ),
+            (
+                "D1:3",
+                "Instead of skiing this weekend we stayed in and baked boller. Loki stole one off the counter.",
+                "2023-02-02",
+            ),
+        ],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    // The new fact replaced nothing Loki's: it names its parents, if any.
+    let skiing = world.pipeline.history(&caller, "dana/sport").unwrap();
+    let replaced: Vec<Fragment> = skiing
+        .iter()
+        .flat_map(|f| f.provenance.source.parents.clone())
+        .map(|id| world.store.get(id).unwrap())
+        .collect();
+    assert!(
+        replaced.iter().all(|f| !f.content.contains("Loki")),
+        "{:?}",
+        replaced.iter().map(|f| &f.content).collect::<Vec<_>>()
+    );
+    assert!(!skiing.is_empty());
+}
+
 fn one_pair() -> (World, UserId, AgentId) {
     pair_in(World::new())
 }
