@@ -1257,7 +1257,39 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
                 ),
                 _ => false,
             };
-            !feeling
+            // "Crewing moved my Boston trip to the week after", "they moved the standup to
+            // Monday": a date moved, not a home.
+            let time = |t: &String| {
+                crate::text::WEEKDAYS
+                    .iter()
+                    .chain(&crate::text::MONTHS)
+                    .any(|d| d.eq_ignore_ascii_case(t))
+                    || matches!(
+                        t.as_str(),
+                        "week"
+                            | "weekend"
+                            | "day"
+                            | "month"
+                            | "tomorrow"
+                            | "morning"
+                            | "afternoon"
+                            | "evening"
+                    )
+            };
+            let rescheduled = ws[i + 1..].iter().take(6).enumerate().any(|(k, w)| {
+                let after = &ws[i + k + 2..];
+                w == "to"
+                    && match after {
+                        [the, t, ..]
+                            if matches!(the.as_str(), "the" | "next" | "this" | "that") =>
+                        {
+                            time(t)
+                        }
+                        [t, ..] => time(t),
+                        [] => false,
+                    }
+            });
+            !feeling && !rescheduled
         }
         "switch" | "switched" | "switching" => !matches!(next, Some("off" | "on")),
         _ => true,
@@ -2227,8 +2259,18 @@ mod tests {
             "My company moved me to the Austin office.",
             "They moved us into a bigger flat.",
             "They moved me on Monday.",
+            "We're moving back to Bristol tomorrow.",
         ] {
             assert!(announces_change(moved), "{moved}");
+        }
+        // A date moved, not a home.
+        for rescheduled in [
+            "Crewing moved my Boston trip to the week after.",
+            "Crewing moved my Boston trip to the week after 16 October 2022, so I ended up with four days at home.",
+            "They moved the standup to Monday.",
+            "Crewing moved my Boston trip to next week.",
+        ] {
+            assert!(!announces_change(rescheduled), "{rescheduled}");
         }
     }
 
