@@ -423,10 +423,9 @@ impl Pipeline {
         // request once what the first call wrote was purged (it cannot be compared).
         let mut alike = written.len() == asked.len();
         for (id, asked) in written.iter().zip(&asked) {
-            match self.store.get(*id) {
-                Ok(stored) => alike &= asks_alike(&stored, asked),
-                Err(colmem_store::Error::NotFound { .. }) => alike = false,
-                Err(e) => return Err(e.into()),
+            match self.stored(*id)? {
+                Some(stored) => alike &= asks_alike(&stored, asked),
+                None => alike = false,
             }
         }
         if alike {
@@ -518,10 +517,8 @@ impl Pipeline {
             // not taken for a retry and lost.
             let asked = self.private_turn(caller, turn).map(|t| said(&t));
             for id in &written {
-                let stored = match self.store.get(*id) {
-                    Ok(stored) => stored,
-                    Err(colmem_store::Error::NotFound { .. }) => continue,
-                    Err(e) => return Err(e.into()),
+                let Some(stored) = self.stored(*id)? else {
+                    continue;
                 };
                 if stored.granularity != Granularity::RawTurn {
                     continue;
@@ -824,6 +821,16 @@ impl Pipeline {
         self.delete_all(caller, &expired)
     }
 
+    /// The fragment stored as `id`, or `None` if it is gone (purged, or never
+    /// written).
+    fn stored(&self, id: FragmentId) -> Result<Option<Fragment>> {
+        match self.store.get(id) {
+            Ok(fragment) => Ok(Some(fragment)),
+            Err(colmem_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Every version of what is kept under the subject key `key` ("dana/home"): the
     /// user's own facts and profile entries the caller may read now, current and
     /// replaced, oldest first, each with the world time it held and the record time it
@@ -856,11 +863,9 @@ impl Pipeline {
             if listed.contains(&id) {
                 return Ok(true);
             }
-            match self.store.get(id) {
-                Ok(f) => Ok(caller.can_read_history(&f)),
-                Err(colmem_store::Error::NotFound { .. }) => Ok(false),
-                Err(e) => Err(e.into()),
-            }
+            Ok(self
+                .stored(id)?
+                .is_some_and(|f| caller.can_read_history(&f)))
         };
         for f in &mut versions {
             if let Some(next) = f.superseded_by
@@ -972,10 +977,8 @@ impl Pipeline {
                     let mut fresh = Vec::new();
                     for hit in hits.into_iter().filter(|h| seen.insert(h.id)) {
                         // A fragment deleted since the index caught up is gone, not an error.
-                        let fragment = match self.store.get(hit.id) {
-                            Ok(fragment) => fragment,
-                            Err(colmem_store::Error::NotFound { .. }) => continue,
-                            Err(e) => return Err(e.into()),
+                        let Some(fragment) = self.stored(hit.id)? else {
+                            continue;
                         };
                         // The filter ran inside the search; this only guards against
                         // an index that lags the store, never the enforcement itself.
@@ -1115,10 +1118,8 @@ impl Pipeline {
                 }
                 seen.push(id);
                 // A purged ancestor is gone, and forgotten with it.
-                let parent = match self.store.get(id) {
-                    Ok(parent) => parent,
-                    Err(colmem_store::Error::NotFound { .. }) => continue,
-                    Err(e) => return Err(e.into()),
+                let Some(parent) = self.stored(id)? else {
+                    continue;
                 };
                 if parent.granularity == Granularity::Fact
                     && replaced_in(view, &parent)

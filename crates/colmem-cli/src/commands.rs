@@ -602,7 +602,7 @@ fn compose_cards(cli: &Cli, args: &crate::ComposeArgs) -> Result<ExitCode> {
             "a budget of 0 tokens holds no card: give --budget 1 or more",
         ));
     }
-    let (budget, as_json) = (args.budget, args.json);
+    let budget = args.budget;
     let memory = open_shared(cli)?;
     let session = session(&memory, &args.party)?;
     let context = TaskContext {
@@ -610,7 +610,7 @@ fn compose_cards(cli: &Cli, args: &crate::ComposeArgs) -> Result<ExitCode> {
         ..TaskContext::new(task.as_str())
     };
     let composition = session.compose_cards(&context, budget)?;
-    if as_json {
+    if args.json {
         print_json(&json!({
             "task": task,
             "text": composition.text,
@@ -623,6 +623,7 @@ fn compose_cards(cli: &Cli, args: &crate::ComposeArgs) -> Result<ExitCode> {
         }))?;
     } else if composition.cards.is_empty() {
         let report = &composition.report;
+        let shown = clip(&task, 100);
         let deferred = report
             .pruned
             .iter()
@@ -632,17 +633,17 @@ fn compose_cards(cli: &Cli, args: &crate::ComposeArgs) -> Result<ExitCode> {
             say!(
                 "{} card(s) apply to {:?}, but none fits the budget of {budget} tokens: raise --budget",
                 report.skipped.len(),
-                clip(&task, 100)
+                shown
             );
         } else if deferred > 0 {
             say!(
                 "{deferred} card(s) apply to {:?} only under conditions the task does not name: name them with --condition",
-                clip(&task, 100)
+                shown
             );
         } else {
             say!(
                 "no strategy card this session may see applies to {:?}",
-                clip(&task, 100)
+                shown
             );
         }
     } else {
