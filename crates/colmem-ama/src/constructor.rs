@@ -232,7 +232,9 @@ impl OfflineConstructor {
                 // still finds the old home; "we moved last month" from last month.
                 let time = turn.time.map(|t| {
                     let lower = sentence.to_lowercase();
-                    ahead(&lower, t).or_else(|| behind(&lower, t)).unwrap_or(t)
+                    ahead(&lower, t)
+                        .or_else(|| behind(&sentence, t))
+                        .unwrap_or(t)
                 });
                 if words(&rewritten).len() < self.config.min_fact_words
                     || content_words(&rewritten).len() < 2
@@ -907,18 +909,9 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
     // "last Fri" → "on the Friday before 15 July 2023"; not "the last Friday of the
     // month", "every last Sunday".
     let out = LAST_WEEKDAY.replace_all(&out, |c: &regex::Captures<'_>| {
-        let whole = &c[0];
-        let at_match = c.get(0).map_or(0, |m| m.start());
-        let before = out[..at_match].to_lowercase();
-        let after = out[at_match + whole.len()..].to_lowercase();
-        let day = WEEKDAYS.iter().find(|d| d.starts_with(&c[1])).filter(|_| {
-            !(before.ends_with("the ")
-                || before.ends_with("every ")
-                || after.trim_start().starts_with("of "))
-        });
-        match day {
-            Some(day) => format!("on the {day} before {}", at(0)),
-            None => whole.to_owned(),
+        match last_weekday(&out, c) {
+            Some(day) => format!("on the {} before {}", WEEKDAYS[day], at(0)),
+            None => c[0].to_owned(),
         }
     });
     // "two days ago" → "on 8 July 2023"; "two weekends ago" → "two weekends before
@@ -932,6 +925,22 @@ pub fn absolutise_dates(sentence: &str, said: Timestamp) -> String {
         }
     });
     out.into_owned()
+}
+
+/// The day (0 for Monday) a [`LAST_WEEKDAY`] match `c` in `text` names as the last one
+/// before it was said: "last Fri"; not "the last Friday of the month", "every last
+/// Sunday".
+fn last_weekday(text: &str, c: &regex::Captures<'_>) -> Option<usize> {
+    let whole = c.get(0)?;
+    let before = text[..whole.start()].to_lowercase();
+    let after = text[whole.end()..].to_lowercase();
+    if before.ends_with("the ")
+        || before.ends_with("every ")
+        || after.trim_start().starts_with("of ")
+    {
+        return None;
+    }
+    WEEKDAYS.iter().position(|d| d.starts_with(&c[1]))
 }
 
 /// Counts written as words, "a" for one.
@@ -1010,18 +1019,46 @@ fn ahead(lower: &str, said: Timestamp) -> Option<Timestamp> {
 }
 
 /// The moment a sentence said at `said` looks back to, when it names one: "I moved to
-/// Hamburg last month" holds from the first day of last month, "yesterday" from the day
-/// before.
-fn behind(lower: &str, said: Timestamp) -> Option<Timestamp> {
+/// Hamburg last month" holds from the first day of last month, "last year" from the
+/// first of last year, "yesterday" from the day before, "two weeks ago" from fourteen
+/// days before, "last Friday" from the Friday before.
+fn behind(sentence: &str, said: Timestamp) -> Option<Timestamp> {
     const DAY: i64 = 86_400_000;
-    if find_phrase(lower, "yesterday").is_some() {
-        return Some(said.plus_millis(-DAY));
+    let days = |n: i64| Some(said.plus_millis(-n * DAY));
+    let lower = sentence.to_lowercase();
+    let says = |phrase: &str| find_phrase(&lower, phrase).is_some();
+    if says("the day before yesterday") {
+        return days(2);
     }
-    if find_phrase(lower, "last week").is_some() {
-        return Some(said.plus_millis(-7 * DAY));
+    if says("yesterday") || says("last night") {
+        return days(1);
     }
-    find_phrase(lower, "last month")?;
-    first_of_month(said, -1)
+    if says("last week") || says("last weekend") {
+        return days(7);
+    }
+    if let Some(c) = AGO.captures(sentence) {
+        let n = number(&c[1])?;
+        return days(if c[2].to_lowercase().starts_with("day") {
+            n
+        } else {
+            7 * n
+        });
+    }
+    if let Some(day) = LAST_WEEKDAY
+        .captures(sentence)
+        .and_then(|c| last_weekday(sentence, &c))
+    {
+        let today = utc_date(said)?.weekday().to_monday_zero_offset() as usize;
+        let back = (today + 7 - day) % 7;
+        return days(if back == 0 { 7 } else { back as i64 });
+    }
+    if says("last month") {
+        return first_of_month(said, -1);
+    }
+    if says("last year") {
+        return first_of_month(said, -(utc_date(said)?.month() as i64 - 1) - 12);
+    }
+    None
 }
 
 /// The first moment (UTC) of the month `months` after the one `said` falls in.
@@ -1593,6 +1630,38 @@ mod tests {
             ahead("next month i start at initech.", december),
             Some(Timestamp::parse("2023-01-01T00:00:00Z").unwrap())
         );
+    }
+
+    #[test]
+    fn a_sentence_looking_back_refers_to_the_moment_it_names() {
+        // Saturday 9 April 2022.
+        let said = Timestamp::parse("2022-04-09T10:00:00Z").unwrap();
+        let at = |s: &str| Some(Timestamp::parse(s).unwrap());
+        for (text, moment) in [
+            (
+                "We moved to Hamburg last month.",
+                at("2022-03-01T00:00:00Z"),
+            ),
+            ("I moved here last year.", at("2021-01-01T00:00:00Z")),
+            ("I started at Globex yesterday.", at("2022-04-08T10:00:00Z")),
+            (
+                "We moved in the day before yesterday.",
+                at("2022-04-07T10:00:00Z"),
+            ),
+            ("I got a Pixel two weeks ago.", at("2022-03-26T10:00:00Z")),
+            ("I quit three days ago.", at("2022-04-06T10:00:00Z")),
+            (
+                "I started at Initech last Monday.",
+                at("2022-04-04T10:00:00Z"),
+            ),
+            ("I sold the car last Sat.", at("2022-04-02T10:00:00Z")),
+            // Neither a day before this one nor any looking back.
+            ("The last Friday of the month is payday.", None),
+            ("I live in Leeds.", None),
+            ("Next week I start at Initech.", None),
+        ] {
+            assert_eq!(behind(text, said), moment, "{text}");
+        }
     }
 
     #[test]

@@ -4,7 +4,10 @@
 //! Write path: turn → [`Constructor`] → write rule → one store transaction per turn.
 //! A fact that the [`Judge`] finds in conflict with held facts goes to the
 //! [`Refresher`], which closes the stale versions in favour of the new one; an agent's
-//! turn is judged only against what that agent said. An explicit forget instruction in
+//! turn is judged only against what that agent said. World time orders versions, not
+//! the order they arrive in: a fact told late (its turn said before a held version
+//! was said and began) is written as that version's predecessor, closed where it
+//! begins. An explicit forget instruction in
 //! the user's own input deletes what it names, past versions included ("forget the old
 //! number" keeps what states the new one); retention deletes past versions too.
 //!
@@ -654,6 +657,8 @@ impl Pipeline {
         let mut outcome = Remembered::default();
         let mut plain = Vec::new();
         let mut kept = Vec::new();
+        // Facts told late, each with the version that follows it.
+        let mut told_late = Vec::new();
         for p in pending {
             // A keyed retry of a call that failed part-way keeps the raw turn that
             // call wrote.
@@ -666,7 +671,7 @@ impl Pipeline {
                 kept.push(same.id);
                 continue;
             }
-            let conflicts = if p.granularity == Granularity::Fact {
+            let (conflicts, follower) = if p.granularity == Granularity::Fact {
                 let mut held = self.held_facts(caller, p.memory, &turn.text)?;
                 // The same fact from the same turn is held already (a retry after a
                 // failure part-way): keep it rather than write a second copy.
@@ -698,16 +703,50 @@ impl Pipeline {
                 }
                 let held: Vec<&Fragment> = held.iter().collect();
                 let conflicts = self.roles.judge.conflicts(p.memory, &turn.text, &held)?;
-                self.roles.refresher.resolve(p.memory, &conflicts)?
+                let conflicts = self.roles.refresher.resolve(p.memory, &conflicts)?;
+                // A state told late: the turn was said before a version it conflicts
+                // with was said and began ("I live in Oslo", said in January,
+                // remembered after "I live in Rome", said in March). That version
+                // follows it rather than being replaced by it: the earliest such one
+                // closes it.
+                let mut later = Vec::new();
+                if let Some(t) = turn.time {
+                    for f in held.iter().filter(|f| conflicts.contains(&f.id)) {
+                        if t < f.validity.from() && self.said_after(caller, f, t)? {
+                            later.push(*f);
+                        }
+                    }
+                }
+                let follower = later.iter().min_by_key(|f| f.validity.from()).map(|f| f.id);
+                let conflicts: Vec<FragmentId> = conflicts
+                    .into_iter()
+                    .filter(|id| !later.iter().any(|f| f.id == *id))
+                    .collect();
+                (conflicts, follower)
             } else {
-                Vec::new()
+                (Vec::new(), None)
             };
-            if conflicts.is_empty() {
-                plain.push(self.draft(p.memory, p.granularity, turn));
-            } else {
+            let mut versions = Vec::new();
+            if !conflicts.is_empty() {
                 let done = self.supersede(caller, p.memory, turn, &conflicts, narrow)?;
+                versions.extend(done.pairs.iter().map(|(_, new)| *new));
                 outcome.superseded.extend(done.pairs);
                 outcome.withheld += done.withheld;
+            } else if follower.is_some() {
+                match self.write_told_late(caller, p.memory, turn, narrow, key.is_some())? {
+                    Some(id) => versions.push(id),
+                    None => outcome.withheld += 1,
+                }
+            } else {
+                plain.push(self.draft(p.memory, p.granularity, turn));
+            }
+            if let Some(follower) = follower {
+                versions.sort();
+                versions.dedup();
+                for version in versions {
+                    self.close_before(caller, version, follower)?;
+                    told_late.push((version, follower));
+                }
             }
         }
         let (written, withheld) = self.write_constructed(caller, plain, narrow, key)?;
@@ -717,6 +756,10 @@ impl Pipeline {
         outcome
             .written
             .extend(outcome.superseded.iter().map(|(_, new)| *new));
+        outcome
+            .written
+            .extend(told_late.iter().map(|(old, _)| *old));
+        outcome.superseded.extend(told_late);
         outcome.written.sort();
         outcome.written.dedup();
         Ok(outcome)
@@ -833,7 +876,7 @@ impl Pipeline {
 
     /// Every version of what is kept under the subject key `key` ("dana/home"): the
     /// user's own facts and profile entries the caller may read now, current and
-    /// replaced, oldest first, each with the world time it held and the record time it
+    /// replaced, oldest first (by when each held), each with the world time it held and the record time it
     /// was replaced. The read rule is the store listing's filter with every version
     /// admitted; deleted fragments are gone from it. The fragment that replaced a version, and
     /// those it replaced, are named only if the caller may read them.
@@ -854,7 +897,8 @@ impl Pipeline {
                 Some(granularity),
             )?);
         }
-        versions.sort_by_key(|f| f.id);
+        // By when each held: a version told late was written after its follower.
+        versions.sort_by_key(|f| (f.validity.from(), f.id));
         // A version names the fragments it replaced and the one that replaced it: only
         // those the caller may read too. Their ids and when they were written are not
         // for a reader they are hidden from.
@@ -1363,6 +1407,75 @@ impl Pipeline {
             }
         }
         Ok(out)
+    }
+
+    /// Whether every turn `fact` was drawn from was said after `t` ("next month I start
+    /// at Initech", said before `t`, holds after it but was not said after it).
+    fn said_after(
+        &self,
+        caller: &Caller<'_>,
+        fact: &Fragment,
+        t: colmem_core::Timestamp,
+    ) -> Result<bool> {
+        for id in &fact.provenance.source.turns {
+            if let Some(said) = self.own_turn(caller, caller.filter(), id)?
+                && said.validity.from() <= t
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Writes a fact told late (see [`Pipeline::remember`]); on a keyed retry, finds
+    /// the version a call that failed part-way wrote, closed or not. `None` if the write
+    /// policy withholds it.
+    fn write_told_late(
+        &self,
+        caller: &Caller<'_>,
+        memory: &Memory,
+        turn: &TurnInput,
+        narrow: Option<Scope>,
+        retry: bool,
+    ) -> Result<Option<FragmentId>> {
+        if retry {
+            let versions = self.own_fragments(
+                caller,
+                View::AllVersions,
+                memory.key.clone(),
+                Some(Granularity::Fact),
+            )?;
+            if let Some(same) = versions.iter().find(|f| {
+                as_written(caller, f, &memory.content) && f.provenance.source.turns == memory.turns
+            }) {
+                return Ok(Some(same.id));
+            }
+        }
+        let draft = self.draft(memory, Granularity::Fact, turn);
+        let (written, _) = self.write_constructed(caller, vec![draft], narrow, None)?;
+        Ok(written.first().copied())
+    }
+
+    /// Closes `version` where `follower`, a version told before it but holding after
+    /// it, begins, and links the two. A keyed retry may find it closed already.
+    fn close_before(
+        &self,
+        caller: &Caller<'_>,
+        version: FragmentId,
+        follower: FragmentId,
+    ) -> Result<()> {
+        match self.store.supersede_by(&colmem_store::SupersedeBy {
+            user: caller.user(),
+            agent: caller.agent(),
+            old: version,
+            successor: follower,
+        }) {
+            Err(colmem_store::Error::NotCurrent {
+                id,
+                state: "superseded",
+            }) if id == version => Ok(()),
+            done => Ok(done?),
+        }
     }
 
     /// Deletes each of `fragments` the delete rule allows, and lists those it refuses.

@@ -379,12 +379,14 @@ proptest! {
             for a in &agents {
                 let Some(caller) = world.caller(*u, *a) else { continue };
                 let got: Vec<FragmentId> = world.pipeline.history(&caller, "kim/home").unwrap().iter().map(|f| f.id).collect();
-                let want: Vec<FragmentId> = every
+                // Oldest first, by when each held.
+                let mut want: Vec<&Fragment> = every
                     .iter()
                     .filter(|f| f.key.as_deref() == Some("kim/home") && f.provenance.user == *u)
                     .filter(|f| oracle_admits(&world.events, *u, *a, caller.now(), f, View::AllVersions))
-                    .map(|f| f.id)
                     .collect();
+                want.sort_by_key(|f| (f.validity.from(), f.id));
+                let want: Vec<FragmentId> = want.iter().map(|f| f.id).collect();
                 prop_assert_eq!(got, want, "user {} agent {}", u, a);
             }
         }
@@ -506,6 +508,81 @@ fn a_change_told_after_the_fact_holds_from_when_it_happened() {
     let said = Timestamp::parse("2025-06-10").unwrap();
     assert_eq!(versions[1].validity.from(), said.plus_millis(1));
     assert_eq!(versions[0].validity.until(), Some(said.plus_millis(1)));
+}
+
+/// A state told late ("I live in Oslo", said in January, remembered after "I live in
+/// Rome", said in March) is the held version's predecessor, not its successor: Rome
+/// stays current, and Oslo held until Rome began.
+#[test]
+fn a_state_told_late_is_followed_by_what_was_said_after_it() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D2:1", "I live in Rome now.", "2025-03-01"),
+            ("D1:1", "I live in Oslo now.", "2025-01-01"),
+        ],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    let versions = world.pipeline.history(&caller, "dana/home").unwrap();
+    let told: Vec<&str> = versions.iter().map(|f| f.content.as_str()).collect();
+    assert_eq!(versions.len(), 2, "{told:?}");
+    assert!(
+        told[0].contains("Oslo") && told[1].contains("Rome"),
+        "{told:?}"
+    );
+    let march = Timestamp::parse("2025-03-01").unwrap();
+    assert_eq!(versions[0].validity.until(), Some(march));
+    assert_eq!(versions[0].superseded_by, Some(versions[1].id));
+    assert!(versions[1].superseded_at.is_none(), "{versions:?}");
+    assert!(world.recalls_current_fact(dana, helper, "Rome"));
+    assert!(!world.recalls_current_fact(dana, helper, "Oslo"));
+    let (answer, _) = world.ask(
+        dana,
+        helper,
+        "Where does Dana live?",
+        View::WorldAsOf(Timestamp::parse("2025-02-01").unwrap()),
+    );
+    assert!(answer.contains("Oslo"), "{answer}");
+
+    // A keyed retry of the late turn (as after a call that failed once it had
+    // written) writes no second version.
+    let late = TurnInput {
+        time: Some(Timestamp::parse("2025-01-01").unwrap()),
+        ..turn("D1:1", "I live in Oslo now.")
+    };
+    let retried = world
+        .pipeline
+        .remember_keyed(&caller, &late, Some("late"))
+        .unwrap();
+    assert!(retried.written.contains(&versions[0].id), "{retried:?}");
+    assert_eq!(
+        world.pipeline.history(&caller, "dana/home").unwrap(),
+        versions
+    );
+
+    // One said before what it conflicts with begins, but not before it was said,
+    // replaces it as ever: "turns seventy next month" holds from June, and is set
+    // right the same day in May.
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "My mum Marjorie turns seventy next month, help me plan something.",
+                "2023-05-01",
+            ),
+            (
+                "D1:2",
+                "Oh, and her name is Margaret, not Marjorie. Marjorie is my aunt.",
+                "2023-05-01",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "turns seventy"));
 }
 
 /// "Instead of skiing we stayed in" takes the place of skiing only: Loki, named in the
