@@ -750,6 +750,26 @@ impl Pipeline {
             }
         }
         let (written, withheld) = self.write_constructed(caller, plain, narrow, key)?;
+        // The profile entries drawn from a fact told late are as late: what follows
+        // the fact follows them.
+        if !told_late.is_empty() {
+            let mut versions = Vec::with_capacity(told_late.len());
+            for (version, follower) in &told_late {
+                versions.extend(self.stored(*version)?.map(|v| (v, *follower)));
+            }
+            for id in &written {
+                let Some(entry) = self.stored(*id)? else {
+                    continue;
+                };
+                if entry.granularity != Granularity::Profile {
+                    continue;
+                }
+                if let Some((_, follower)) = versions.iter().find(|(v, _)| drawn_from(&entry, v)) {
+                    self.close_before(caller, entry.id, *follower)?;
+                    told_late.push((entry.id, *follower));
+                }
+            }
+        }
         outcome.written.extend(written);
         outcome.withheld += withheld;
         outcome.written.extend(kept);
@@ -876,10 +896,11 @@ impl Pipeline {
 
     /// Every version of what is kept under the subject key `key` ("dana/home"): the
     /// user's own facts and profile entries the caller may read now, current and
-    /// replaced, oldest first (by when each held), each with the world time it held and the record time it
-    /// was replaced. The read rule is the store listing's filter with every version
-    /// admitted; deleted fragments are gone from it. The fragment that replaced a version, and
-    /// those it replaced, are named only if the caller may read them.
+    /// replaced, oldest first (by when each held), each with the world time it held and
+    /// the record time it was replaced. The read rule is the store listing's filter with
+    /// every version admitted; deleted fragments are gone from it. The fragment that
+    /// replaced a version, and those it replaced, are named only if the caller may read
+    /// them.
     pub fn history(&self, caller: &Caller<'_>, key: &str) -> Result<Vec<Fragment>> {
         if key.trim().is_empty() {
             return Err(Error::InvalidInput(
@@ -1427,7 +1448,7 @@ impl Pipeline {
         Ok(true)
     }
 
-    /// Writes a fact told late (see [`Pipeline::remember`]); on a keyed retry, finds
+    /// Writes a fact told late (see the module documentation); on a keyed retry, finds
     /// the version a call that failed part-way wrote, closed or not. `None` if the write
     /// policy withholds it.
     fn write_told_late(

@@ -583,6 +583,30 @@ fn a_state_told_late_is_followed_by_what_was_said_after_it() {
         ],
     );
     assert!(!world.recalls_current_fact(dana, helper, "turns seventy"));
+
+    // The profile entry drawn from a fact told late is closed with it.
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D2:1", "My favourite food is ramen now.", "2025-03-01"),
+            ("D1:1", "My favourite food is sushi.", "2025-01-01"),
+        ],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    let current: Vec<String> = stored(&world, dana, helper)
+        .into_iter()
+        .filter(|f| f.granularity != Granularity::RawTurn)
+        .map(|f| f.content)
+        .collect();
+    assert!(current.iter().any(|c| c.contains("ramen")), "{current:?}");
+    assert!(!current.iter().any(|c| c.contains("sushi")), "{current:?}");
+    let entries: Vec<Fragment> = world
+        .pipeline
+        .history(&caller, "dana/profile/food")
+        .unwrap();
+    assert_eq!(entries.len(), 2, "{entries:?}");
 }
 
 /// "Instead of skiing we stayed in" takes the place of skiing only: Loki, named in the
