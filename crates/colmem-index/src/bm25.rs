@@ -23,7 +23,7 @@ use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyD
 
 use crate::admit::Admit;
 use crate::error::{Error, Result};
-use crate::lemma::base_form;
+use crate::lemma::{base_form, full_form};
 use crate::lexical::{LexicalHit, LexicalIndex};
 
 const BACKEND: &str = "tantivy";
@@ -114,7 +114,8 @@ impl<S: TokenStream> TokenStream for BaseFormsStream<S> {
         if !self.0.advance() {
             return false;
         }
-        if let Some(base) = base_form(&self.0.token().text) {
+        let text = &self.0.token().text;
+        if let Some(base) = base_form(text).or_else(|| full_form(text)) {
             self.0.token_mut().text = base.to_owned();
         }
         true

@@ -342,6 +342,16 @@ pub fn lexical(factory: &dyn Fn() -> Box<dyn LexicalIndex>) -> Result<(), Failur
     ensure(lexical_ids(&found).first() == Some(&1), || {
         "'sit' matches 'sat' (irregular verbs in their base form)".into()
     })?;
+    io("insert", index.insert(7, "Here's a pic of my fave biz"))?;
+    io("commit", index.commit())?;
+    let found = io(
+        "search",
+        index.search("a picture of her favourite business", 10, &Admit::All),
+    )?;
+    ensure(lexical_ids(&found) == vec![7], || {
+        "'picture', 'favourite' and 'business' match 'pic', 'fave' and 'biz' (short forms in full)"
+            .into()
+    })?;
     let found = io("search", index.search("the of and", 10, &Admit::All))?;
     ensure(found.is_empty(), || {
         "a query of stop words matches nothing".into()

@@ -14,6 +14,47 @@ pub fn base_form(word: &str) -> Option<&'static str> {
         .map(|i| IRREGULAR[i].1)
 }
 
+/// The word `word` (lowercase) is chat's short form or British spelling of: "biz" is
+/// "business", "fave" "favorite", "pic" "picture". A question asked in full ("what is
+/// her favorite business?") finds a turn that said it short ("my fave biz").
+pub fn full_form(word: &str) -> Option<&'static str> {
+    SHORT_FORMS
+        .binary_search_by(|(form, _)| (*form).cmp(word))
+        .ok()
+        .map(|i| SHORT_FORMS[i].1)
+}
+
+/// (short form, full form), sorted by form. Forms that are as often another word are
+/// left out ("comp", "sis" of "this is", "mum" of "keep mum").
+const SHORT_FORMS: &[(&str, &str)] = &[
+    ("bday", "birthday"),
+    ("biz", "business"),
+    ("colour", "color"),
+    ("colours", "colors"),
+    ("convo", "conversation"),
+    ("convos", "conversations"),
+    ("fam", "family"),
+    ("fav", "favorite"),
+    ("fave", "favorite"),
+    ("faves", "favorites"),
+    ("favourite", "favorite"),
+    ("favourites", "favorites"),
+    ("grandma", "grandmother"),
+    ("grandpa", "grandfather"),
+    ("hubby", "husband"),
+    ("info", "information"),
+    ("mins", "minutes"),
+    ("mom", "mother"),
+    ("moms", "mothers"),
+    ("pic", "picture"),
+    ("pics", "pictures"),
+    ("tourney", "tournament"),
+    ("tourneys", "tournaments"),
+    ("vacay", "vacation"),
+    ("vid", "video"),
+    ("vids", "videos"),
+];
+
 /// (inflected form, base form), sorted by form.
 const IRREGULAR: &[(&str, &str)] = &[
     ("ate", "eat"),
@@ -138,5 +179,13 @@ mod tests {
         assert_eq!(base_form("written"), Some("write"));
         assert_eq!(base_form("buy"), None);
         assert_eq!(base_form("walked"), None);
+    }
+
+    #[test]
+    fn the_short_forms_are_sorted_and_map_to_full_words() {
+        assert!(SHORT_FORMS.windows(2).all(|w| w[0].0 < w[1].0), "unsorted");
+        assert_eq!(full_form("biz"), Some("business"));
+        assert_eq!(full_form("favourite"), Some("favorite"));
+        assert_eq!(full_form("business"), None);
     }
 }
