@@ -40,7 +40,8 @@ pub struct TurnInput {
     pub listener: String,
     /// What was said (an image caption already appended).
     pub text: String,
-    /// When it was said (world time), if known.
+    /// When it was said (world time), if known; the pipeline takes a turn without one
+    /// as said at the moment it is remembered.
     pub time: Option<Timestamp>,
     /// Whose input it is. Only the user's own current input can instruct the memory
     /// to forget; an agent's words, quotes and documents never can.

@@ -593,12 +593,16 @@ impl Pipeline {
         // person's facts are never taken for another's. A turn the write policy would
         // not keep even privately is not remembered: nothing is drawn from it, and no
         // episode summarises it later.
-        let Some(turn) = &self.private_turn(caller, turn) else {
+        let Some(mut turn) = self.private_turn(caller, turn) else {
             return Ok(Remembered {
                 withheld: 1,
                 ..Remembered::default()
             });
         };
+        // A turn told without a time was said now: what it states holds from now (not
+        // from the beginning of time), and its "yesterday" is the day before.
+        turn.time.get_or_insert(caller.now());
+        let turn = &turn;
         let (construction, buffered) = {
             let mut open = self
                 .open_episodes

@@ -246,7 +246,7 @@ pub struct RememberArgs {
     /// Who was spoken to [default: the agent].
     #[arg(long)]
     pub listener: Option<String>,
-    /// When it was said (world time): RFC 3339, a date, or ms since the epoch.
+    /// When it was said (world time): RFC 3339, a date, or ms since the epoch [default: now].
     #[arg(long)]
     pub said_at: Option<String>,
     /// The words were the agent's (or a document's), not the user's own: they can never instruct the memory to forget.

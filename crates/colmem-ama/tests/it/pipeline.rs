@@ -510,6 +510,41 @@ fn a_change_told_after_the_fact_holds_from_when_it_happened() {
     assert_eq!(versions[0].validity.until(), Some(said.plus_millis(1)));
 }
 
+/// A turn told without a time was said when it is remembered: its facts hold from
+/// then, not from the beginning of time, and "yesterday" is the day before.
+#[test]
+fn a_turn_without_a_time_was_said_now() {
+    let (world, dana, helper) = one_pair();
+    let caller = world.caller(dana, helper).unwrap();
+    let untimed = |id: &str, text: &str| TurnInput {
+        time: None,
+        ..turn(id, text)
+    };
+    world
+        .pipeline
+        .remember(&caller, &untimed("D1:1", "I work at Acme."))
+        .unwrap();
+    let first = caller.now();
+    world.clock.advance(86_400_000);
+    let caller = world.caller(dana, helper).unwrap();
+    world
+        .pipeline
+        .remember(
+            &caller,
+            &untimed("D1:2", "I changed jobs yesterday, I now work at Globex."),
+        )
+        .unwrap();
+    let versions = world.pipeline.history(&caller, "dana/work").unwrap();
+    let told: Vec<&str> = versions.iter().map(|f| f.content.as_str()).collect();
+    assert_eq!(versions.len(), 2, "{told:?}");
+    assert_eq!(versions[0].validity.from(), first, "{versions:?}");
+    assert_eq!(
+        versions[1].validity.from(),
+        caller.now().plus_millis(-86_400_000)
+    );
+    assert!(told[1].contains("Globex"), "{told:?}");
+}
+
 /// A state told late ("I live in Oslo", said in January, remembered after "I live in
 /// Rome", said in March) is the held version's predecessor, not its successor: Rome
 /// stays current, and Oslo held until Rome began.
