@@ -1662,10 +1662,15 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
         rest.to_owned()
     };
     let everything = !topic.contains(" about ") && EVERYTHING.is_match(&topic);
-    let about = match topic.split_once("about ") {
+    let mut about = match topic.split_once("about ") {
         Some((_, after)) => topic_words(after),
         None => topic_words(&topic),
     };
+    // "Where Alice lives" is Alice's home, as "Alice's address" is hers: only what
+    // names her is forgotten, not the speaker's own home.
+    if let Some(whose) = named_in_clause(&topic, &crate::values::named(text, &[])) {
+        about.push(format!("{whose}'s"));
+    }
     if !everything && about.is_empty() {
         return None;
     }
@@ -1701,6 +1706,32 @@ static BOTH_VALUES: LazyLock<Regex> = LazyLock::new(|| {
 /// numbers").
 fn asks_for_past_only(object: &str) -> bool {
     PAST_VALUE.is_match(object) && !BOTH_VALUES.is_match(object.trim_end())
+}
+
+/// The person a clause of what someone is or does names: "alice" of "where alice
+/// lives", "tom lee" of "what tom lee does for work", when `names` (the lower-case
+/// names of the text) hold them.
+fn named_in_clause(topic: &str, names: &[String]) -> Option<String> {
+    let ws = words(topic);
+    let start = usize::from(ws.first().is_some_and(|w| {
+        matches!(
+            w.as_str(),
+            "where" | "what" | "which" | "how" | "when" | "that"
+        )
+    }));
+    names
+        .iter()
+        .find(|name| {
+            let parts: Vec<&str> = name.split(' ').collect();
+            let end = start + parts.len();
+            ws.get(start..end)
+                .is_some_and(|w| w.iter().zip(&parts).all(|(a, b)| a == b))
+                && ws[end..]
+                    .iter()
+                    .find(|w| !crate::values::ADVERBS_BEFORE_DOING.contains(&w.as_str()))
+                    .is_some_and(|w| crate::values::PEOPLE_DOING.contains(&w.as_str()))
+        })
+        .cloned()
 }
 
 fn topic_words(text: &str) -> Vec<String> {
@@ -1965,6 +1996,11 @@ mod tests {
             assert_eq!(forget_instruction(text), None, "{text}");
         }
         assert!(forget_instruction("Please remove my passport number.").is_some());
+        // What someone named is or does is theirs: "where Alice lives" is Alice's home.
+        let alices = forget_instruction("Please forget where Alice lives.").unwrap();
+        assert!(alices.about.contains(&"alice's".to_owned()), "{alices:?}");
+        let own = forget_instruction("Please forget where I live.").unwrap();
+        assert!(!own.about.iter().any(|w| w.ends_with("'s")), "{own:?}");
         assert!(forget_instruction("Clear my address from your notes.").is_some());
         // An idiom's noun followed by what the memory holds is an instruction.
         for text in [

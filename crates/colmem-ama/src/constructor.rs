@@ -607,6 +607,14 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
     {
         return Subject::Other;
     }
+    // "Alice moved to Paris", "Tom works at Google now": someone named doing something,
+    // unless the speaker is in it too ("Globex moved Dana to Berlin").
+    let names = [speaker.clone()];
+    if crate::values::opens_with_someone(sentence, &names)
+        && !ws.iter().any(|w| *w == speaker || *w == possessive)
+    {
+        return Subject::Other;
+    }
     // "A studio in Mexico City offered Dana a position", "Guy at the shop tried to talk
     // me into a Kia": someone unnamed doing something to the speaker, unless the speaker
     // or theirs is in it as a subject ("A friend and I…", "A Mazda is in my driveway",
@@ -1356,6 +1364,23 @@ mod tests {
             subject_of("He moved Dana to the Leeds office.", "Dana"),
             Subject::Speaker
         );
+        // Someone named doing something, the speaker nowhere.
+        for other in [
+            "Alice moved to Paris.",
+            "Tom Lee just started at Google.",
+            "Alice lives in Lyon now.",
+        ] {
+            assert_eq!(subject_of(other, "Dana"), Subject::Other, "{other}");
+        }
+        for own in [
+            "Alice and Dana moved to Paris.",
+            "Globex moved Dana to Berlin.",
+            "Moved to Paris last week.",
+            "Data analyst at Flutterwave, based in Lagos.",
+            "Autumn wins now: sweaters, leaves, no sweat.",
+        ] {
+            assert_eq!(subject_of(own, "Dana"), Subject::Speaker, "{own}");
+        }
         // "A manager", "a friend" later in the sentence are no subject.
         assert_eq!(
             subject_of("Dana became a manager at Globex.", "Dana"),

@@ -626,6 +626,76 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
     out
 }
 
+/// Whether `sentence` opens with someone (or something) named doing something: "Alice
+/// moved to Paris", "Tom Lee just started at Google", "Netflix is a client": a
+/// name [`named`] finds at its start (none of `names`), then a verb of what people are
+/// and do ([`PEOPLE_DOING`]). "Moved to Paris" and "Data analyst at Flutterwave" open
+/// with no one; "Autumn wins now" with no one doing such a thing.
+pub fn opens_with_someone(sentence: &str, names: &[String]) -> bool {
+    let Some(first) = named(sentence, names).into_iter().next() else {
+        return false;
+    };
+    let ts = tokens(sentence);
+    let parts: Vec<&str> = first.split(' ').collect();
+    let opens = ts.len() > parts.len()
+        && ts
+            .iter()
+            .zip(&parts)
+            .all(|(t, p)| t.core == *p && !t.digits);
+    if !opens {
+        return false;
+    }
+    let verb = ts[parts.len()..]
+        .iter()
+        .map(|t| t.core.as_str())
+        .find(|w| !ADVERBS_BEFORE_DOING.contains(w));
+    verb.is_some_and(|w| PEOPLE_DOING.contains(&w))
+}
+
+/// Words that may stand between a name and what it does: "Tom just started".
+pub(crate) const ADVERBS_BEFORE_DOING: &[&str] =
+    &["just", "now", "finally", "recently", "also", "already"];
+
+/// Verbs that tell of what people are and do, in the third person or the past: where
+/// they live and work, what they own.
+pub(crate) const PEOPLE_DOING: &[&str] = &[
+    "is",
+    "was",
+    "has",
+    "had",
+    "lives",
+    "lived",
+    "moved",
+    "moves",
+    "relocated",
+    "works",
+    "worked",
+    "started",
+    "starts",
+    "joined",
+    "joins",
+    "quit",
+    "quits",
+    "left",
+    "leaves",
+    "retired",
+    "resigned",
+    "bought",
+    "buys",
+    "got",
+    "gets",
+    "drives",
+    "drove",
+    "became",
+    "married",
+    "studies",
+    "studied",
+    "switched",
+    "changed",
+    "teaches",
+    "taught",
+];
+
 /// Whether `text` mentions `value` (lowercase, as [`named`] returns it) as whole words.
 pub fn mentions(text: &str, value: &str) -> bool {
     let wanted: Vec<&str> = value.split(' ').collect();

@@ -510,6 +510,33 @@ fn a_change_told_after_the_fact_holds_from_when_it_happened() {
     assert_eq!(versions[0].validity.until(), Some(said.plus_millis(1)));
 }
 
+/// What someone named does is theirs: "Alice moved to Paris" closes nothing of the
+/// speaker's home, and "forget where Alice lives" forgets Alice's, not the speaker's.
+#[test]
+fn what_someone_named_does_is_theirs() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "I live in Madrid.", "2024-01-01"),
+            ("D1:2", "Alice moved to Paris.", "2024-02-01"),
+        ],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    let home = world.pipeline.history(&caller, "dana/home").unwrap();
+    assert_eq!(home.len(), 1, "{home:?}");
+    assert!(home[0].content.contains("Madrid") && home[0].superseded_at.is_none());
+    world.dana_says(
+        dana,
+        helper,
+        &[("D1:3", "Please forget where Alice lives.", "2024-03-01")],
+    );
+    let held = stored_texts(&world, dana, helper);
+    assert!(held.iter().any(|t| t.contains("Madrid")), "{held:?}");
+    assert!(!held.iter().any(|t| t.contains("Paris")), "{held:?}");
+}
+
 /// A turn told without a time was said when it is remembered: its facts hold from
 /// then, not from the beginning of time, and "yesterday" is the day before.
 #[test]
