@@ -717,6 +717,36 @@ impl Answerer for EvidenceSpan {
                 question_words.iter().any(|w| w == *n || *w == possessive)
             })
             .filter(|n| subject_of(question, n) == Subject::Speaker);
+        // A clause about someone else does not answer after the person asked: another
+        // speaker's own words ("alice: I moved to Porto" for "where does Bob live?"),
+        // a fact of another person's ("bob live in Madrid" for "where does Alice
+        // live?"), unless it names the person asked ("I went camping with Caroline").
+        let of_another = |fragment: &Fragment, clause: &str| {
+            asked_person.is_some_and(|person| {
+                let said = words(clause);
+                let possessive = format!("{person}'s");
+                let whose = match fragment.granularity {
+                    Granularity::RawTurn => fragment
+                        .content
+                        .split_once(": ")
+                        .map(|(speaker, _)| speaker.to_lowercase())
+                        .filter(|_| {
+                            said.iter().any(|w| {
+                                FIRST_PERSON.contains(&w.as_str())
+                                    || matches!(w.as_str(), "my" | "mine" | "our")
+                            })
+                        }),
+                    Granularity::Fact | Granularity::Profile => fragment
+                        .key
+                        .as_deref()
+                        .and_then(|k| k.split('/').next())
+                        .map(str::to_owned),
+                    _ => None,
+                };
+                whose.is_some_and(|w| w != *person)
+                    && !said.iter().any(|w| w == person || *w == possessive)
+            })
+        };
         let unnamed = Asked {
             topic: asked
                 .topic
@@ -764,6 +794,9 @@ impl Answerer for EvidenceSpan {
         }
         let mut candidates: Vec<Candidate> = Vec::new();
         for (rank, fragment, clause, sentence) in clauses_of.iter().cloned() {
+            if of_another(fragment, &clause) {
+                continue;
+            }
             let correcting = inherited
                 .iter()
                 .filter(|(a, _)| clause.ends_with(a) || a.ends_with(clause.as_str()))
@@ -904,6 +937,7 @@ impl Answerer for EvidenceSpan {
                     .filter(|(rank, fragment, clause, _)| {
                         *rank < FALLBACK_TOP
                             && !looks_past(clause)
+                            && !of_another(fragment, clause)
                             && content_words(body(fragment))
                                 .iter()
                                 .any(|w| asked_stems.contains(&stem(w)))
@@ -1067,6 +1101,46 @@ mod tests {
         assert!(sport.names_member("I surf most mornings"));
         assert!(!sport.names_member("I host the show"));
         assert!(asked.support("Innsbruck") < MIN_COVERAGE);
+    }
+
+    /// Bob asks where he lives: neither Alice's own words nor Alice's fact answer, only
+    /// what is about him (the store shares a crew's memory; the answer must not pass
+    /// someone else's home off as his).
+    #[test]
+    fn what_is_about_someone_else_does_not_answer_after_the_person_asked() {
+        let turn = |id: u64, content: &str| Fragment {
+            granularity: Granularity::RawTurn,
+            ..fact_told(id, content, "2024-02-01")
+        };
+        let keyed = |id: u64, content: &str, key: &str| Fragment {
+            key: Some(key.to_owned()),
+            ..fact_told(id, content, "2024-02-01")
+        };
+        let evidence = [
+            turn(1, "alice: I moved to Porto last week."),
+            turn(2, "bob: Where do I live again? I keep forgetting."),
+        ];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("Where does bob live?", &refs, &[])
+            .unwrap();
+        assert!(!answer.text.contains("Porto"), "{}", answer.text);
+        let evidence = [
+            keyed(1, "bob live in Madrid.", "bob/home"),
+            keyed(2, "alice has a cat called Miso.", "alice/pet"),
+        ];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("Where does alice live?", &refs, &[])
+            .unwrap();
+        assert!(!answer.text.contains("Madrid"), "{}", answer.text);
+        // What names the person asked answers after them.
+        let evidence = [turn(1, "alice: I moved to Porto with bob last week.")];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("Where does bob live?", &refs, &[])
+            .unwrap();
+        assert!(answer.text.contains("Porto"), "{}", answer.text);
     }
 
     fn fact_told(id: u64, content: &str, day: &str) -> Fragment {
