@@ -719,7 +719,7 @@ impl Answerer for EvidenceSpan {
             .filter(|n| subject_of(question, n) == Subject::Speaker);
         // A clause about someone else does not answer after the person asked: another
         // speaker's own words ("alice: I moved to Porto" for "where does Bob live?"),
-        // a fact of another person's ("bob live in Madrid" for "where does Alice
+        // another user's fact of their own ("bob live in Madrid" for "where does Alice
         // live?"), unless it names the person asked ("I went camping with Caroline").
         let of_another = |fragment: &Fragment, clause: &str| {
             asked_person.is_some_and(|person| {
@@ -736,10 +736,13 @@ impl Answerer for EvidenceSpan {
                                     || matches!(w.as_str(), "my" | "mine" | "our")
                             })
                         }),
+                    // A user's fact of their own (keyed to them), not one of what
+                    // they told of others ("Kazik is my parrot").
                     Granularity::Fact | Granularity::Profile => fragment
                         .key
                         .as_deref()
                         .and_then(|k| k.split('/').next())
+                        .filter(|p| p.eq_ignore_ascii_case(fragment.provenance.user.as_str()))
                         .map(str::to_owned),
                     _ => None,
                 };
@@ -1112,9 +1115,13 @@ mod tests {
             granularity: Granularity::RawTurn,
             ..fact_told(id, content, "2024-02-01")
         };
-        let keyed = |id: u64, content: &str, key: &str| Fragment {
-            key: Some(key.to_owned()),
-            ..fact_told(id, content, "2024-02-01")
+        // A user's own fact, as their memory holds it.
+        let keyed = |id: u64, content: &str, key: &str| {
+            let mut fact = fact_told(id, content, "2024-02-01");
+            let user = key.split('/').next().unwrap();
+            fact.provenance.user = colmem_core::UserId::new(user).unwrap();
+            fact.key = Some(key.to_owned());
+            fact
         };
         let evidence = [
             turn(1, "alice: I moved to Porto last week."),
@@ -1134,6 +1141,15 @@ mod tests {
             .answer("Where does alice live?", &refs, &[])
             .unwrap();
         assert!(!answer.text.contains("Madrid"), "{}", answer.text);
+        // What a user told of another ("Kazik is my parrot", keyed to Kazik) is theirs.
+        let mut kazik = keyed(3, "Kazik is enough parrot for one lifetime.", "kazik/pet");
+        kazik.provenance.user = colmem_core::UserId::new("agnieszka").unwrap();
+        let own = turn(4, "agnieszka: I work from my flat in Krakow.");
+        let refs = vec![&kazik, &own];
+        let answer = EvidenceSpan
+            .answer("What is the name of agnieszka's parrot?", &refs, &[])
+            .unwrap();
+        assert!(answer.text.contains("Kazik"), "{}", answer.text);
         // What names the person asked answers after them.
         let evidence = [turn(1, "alice: I moved to Porto with bob last week.")];
         let refs: Vec<&Fragment> = evidence.iter().collect();

@@ -249,7 +249,12 @@ impl OfflineConstructor {
                 let subject = match subject_of(&rewritten, &turn.speaker) {
                     Subject::Speaker => Some(turn.speaker.clone()),
                     Subject::Relation(r) => Some(format!("{}/{r}", turn.speaker)),
-                    Subject::TheirPeople | Subject::Other => None,
+                    Subject::TheirPeople => None,
+                    // "Alice moved to Paris": Alice's, under her name.
+                    Subject::Other => crate::values::opens_with_someone(
+                        &rewritten,
+                        &[turn.speaker.to_lowercase()],
+                    ),
                 };
                 // A bracketed sentence describes what was shared ("[shares an image: a
                 // photo of a cake]"): it states nothing about the speaker.
@@ -610,7 +615,7 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
     // "Alice moved to Paris", "Tom works at Google now": someone named doing something,
     // unless the speaker is in it too ("Globex moved Dana to Berlin").
     let names = [speaker.clone()];
-    if crate::values::opens_with_someone(sentence, &names)
+    if crate::values::opens_with_someone(sentence, &names).is_some()
         && !ws.iter().any(|w| *w == speaker || *w == possessive)
     {
         return Subject::Other;
@@ -1378,6 +1383,7 @@ mod tests {
             "Moved to Paris last week.",
             "Data analyst at Flutterwave, based in Lagos.",
             "Autumn wins now: sweaters, leaves, no sweat.",
+            "Kazik is enough parrot for one lifetime.",
         ] {
             assert_eq!(subject_of(own, "Dana"), Subject::Speaker, "{own}");
         }

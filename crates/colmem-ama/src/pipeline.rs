@@ -1292,6 +1292,14 @@ impl Pipeline {
         };
         let prefix = format!("{}/", speaker.to_lowercase());
         let names = crate::judge::people(memory, &[]);
+        // "Erin lives in Tokyo now": what the speaker holds of Erin ("my colleague Erin
+        // lives in Paris") is held of the person it is keyed to.
+        let named_person = memory
+            .key
+            .as_deref()
+            .and_then(|k| k.split_once('/'))
+            .map(|(person, _)| person)
+            .filter(|person| format!("{person}/") != prefix);
         for f in recent {
             if f.provenance.user != caller.user() || held.iter().any(|h| h.id == f.id) {
                 continue;
@@ -1300,6 +1308,7 @@ impl Pipeline {
             let named_now = crate::values::named(&f.content, &names)
                 .iter()
                 .any(|v| crate::values::touches(said, v))
+                || named_person.is_some_and(|p| crate::values::mentions(&f.content, p))
                 || crate::values::days(&f.content)
                     .iter()
                     .any(|d| wrong_days.contains(d));
@@ -1720,17 +1729,17 @@ fn searched_together(route: Route) -> Vec<Granularity> {
         .collect()
 }
 
-/// The key of the speaker's relation whose facts `new_key` replaces, when it is the
-/// speaker's own key (`dana/home`) and every stale fact is one relation's of the same
-/// attribute (`dana/colleague/home`).
+/// The key of the speaker's relation whose facts `new_key` replaces, when it is one
+/// person's key (the speaker's `dana/home`, or the named relation's `erin/home`) and
+/// every stale fact is one relation's of the same attribute (`dana/colleague/home`).
 fn kin_key(new_key: Option<&str>, olds: &[&Fragment]) -> Option<String> {
-    let (person, attribute) = new_key?.split_once('/')?;
+    let (_, attribute) = new_key?.split_once('/')?;
     if attribute.contains('/') {
         return None;
     }
     let first = olds.first()?.key.clone()?;
     let mut parts = first.split('/');
-    let of_kin = parts.next() == Some(person)
+    let of_kin = parts.next().is_some()
         && parts.next().is_some()
         && parts.next() == Some(attribute)
         && parts.next().is_none();

@@ -626,15 +626,14 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
     out
 }
 
-/// Whether `sentence` opens with someone (or something) named doing something: "Alice
-/// moved to Paris", "Tom Lee just started at Google", "Netflix is a client": a
-/// name [`named`] finds at its start (none of `names`), then a verb of what people are
-/// and do ([`PEOPLE_DOING`]). "Moved to Paris" and "Data analyst at Flutterwave" open
-/// with no one; "Autumn wins now" with no one doing such a thing.
-pub fn opens_with_someone(sentence: &str, names: &[String]) -> bool {
-    let Some(first) = named(sentence, names).into_iter().next() else {
-        return false;
-    };
+/// Who `sentence` opens with, named (in lower case) doing something: "alice" of "Alice
+/// moved to Paris", "tom lee" of "Tom Lee just started at Google": a name [`named`]
+/// finds at its start (none of `names`), then a verb of where people live and work and
+/// what they own ([`PEOPLE_DOING`]). "Moved to Paris" and "Data analyst at Flutterwave"
+/// open with no one; "Autumn wins now" and "Kazik is enough parrot" with no one doing
+/// such a thing ("is" tells of pets and seasons as much as of people).
+pub fn opens_with_someone(sentence: &str, names: &[String]) -> Option<String> {
+    let first = named(sentence, names).into_iter().next()?;
     let ts = tokens(sentence);
     let parts: Vec<&str> = first.split(' ').collect();
     let opens = ts.len() > parts.len()
@@ -642,14 +641,12 @@ pub fn opens_with_someone(sentence: &str, names: &[String]) -> bool {
             .iter()
             .zip(&parts)
             .all(|(t, p)| t.core == *p && !t.digits);
-    if !opens {
-        return false;
-    }
-    let verb = ts[parts.len()..]
+    let verb = ts
+        .get(parts.len()..)?
         .iter()
         .map(|t| t.core.as_str())
         .find(|w| !ADVERBS_BEFORE_DOING.contains(w));
-    verb.is_some_and(|w| PEOPLE_DOING.contains(&w))
+    (opens && verb.is_some_and(|w| PEOPLE_DOING.contains(&w))).then_some(first)
 }
 
 /// Words that may stand between a name and what it does: "Tom just started".
@@ -659,10 +656,6 @@ pub(crate) const ADVERBS_BEFORE_DOING: &[&str] =
 /// Verbs that tell of what people are and do, in the third person or the past: where
 /// they live and work, what they own.
 pub(crate) const PEOPLE_DOING: &[&str] = &[
-    "is",
-    "was",
-    "has",
-    "had",
     "lives",
     "lived",
     "moved",
