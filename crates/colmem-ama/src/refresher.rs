@@ -20,6 +20,7 @@ use crate::constructor::Memory;
 use crate::error::Result;
 use crate::judge::{Conflict, coverage, stem};
 use crate::text::{NOT_OWNERS, words};
+use crate::values::{is_date_word, is_year};
 
 /// The Refresher role.
 pub trait Refresher: Send + Sync + std::fmt::Debug {
@@ -49,17 +50,20 @@ pub trait Refresher: Send + Sync + std::fmt::Debug {
 pub struct OfflineRefresher;
 
 /// The values a text names: capitalised words past the start of a sentence, and
-/// tokens with digits. Speaker prefixes ("Dana:") and the speaker's name are not values.
+/// tokens with digits. Speaker prefixes ("Dana:") and the speaker's name are not values,
+/// nor what dates them ("January", "2024": every episode summary is dated).
 fn value_tokens(text: &str) -> Vec<String> {
     let body = text.split_once(": ").map_or(text, |(_, t)| t);
     let mut out = Vec::new();
     let mut sentence_start = true;
     for raw in body.split_whitespace() {
-        let token: String = raw.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+        let trimmed = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let token = trimmed.to_lowercase();
         let digits = token.chars().any(|c| c.is_ascii_digit());
-        let named = !sentence_start && token.starts_with(|c: char| c.is_uppercase());
-        if (digits || named) && token.chars().count() > 1 && !token.contains('\'') {
-            out.push(token.to_lowercase());
+        let named = !sentence_start && trimmed.starts_with(|c: char| c.is_uppercase());
+        let dates = is_date_word(&token) || is_year(&token);
+        if (digits || named) && !dates && token.chars().count() > 1 && !token.contains('\'') {
+            out.push(token);
         }
         sentence_start = raw.ends_with(['.', '!', '?']);
     }
@@ -264,6 +268,16 @@ impl Refresher for OfflineRefresher {
                 .collect();
             shared.len() >= 2 || shared.iter().any(|v| long_number(v))
         };
+        // A fact of another attribute told in the same turn stays: "… and I work at
+        // Statoil" says nothing of where I live.
+        let of_another_attribute = |f: &Fragment| {
+            matches!(f.granularity, Granularity::Fact | Granularity::Profile)
+                && !named.is_empty()
+                && f.key
+                    .as_deref()
+                    .and_then(|k| k.rsplit('/').next())
+                    .is_some_and(|a| !named.contains(&a))
+        };
         let targets: Vec<&Fragment> = candidates
             .iter()
             .copied()
@@ -271,7 +285,9 @@ impl Refresher for OfflineRefresher {
             .filter(|f| {
                 let drawn = &f.provenance.source.turns;
                 direct.iter().any(|d| d.id == f.id)
-                    || (!drawn.is_empty() && drawn.iter().all(|t| turns.contains(t)))
+                    || (!drawn.is_empty()
+                        && drawn.iter().all(|t| turns.contains(t))
+                        && !of_another_attribute(f))
                     // An episode summarises every turn of its span, quoting them
                     // offline: one forgotten turn of its session takes the summary.
                     || (f.granularity == Granularity::Episode

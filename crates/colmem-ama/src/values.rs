@@ -57,7 +57,7 @@ const DATE_WORDS: &[&str] = &[
     "sundays",
 ];
 
-fn is_date_word(word: &str) -> bool {
+pub(crate) fn is_date_word(word: &str) -> bool {
     MONTHS.contains(&word) || DATE_WORDS.contains(&word)
 }
 
@@ -370,7 +370,7 @@ fn tokens(text: &str) -> Vec<Token> {
     out
 }
 
-fn is_year(core: &str) -> bool {
+pub(crate) fn is_year(core: &str) -> bool {
     core.len() == 4
         && core.chars().all(|c| c.is_ascii_digit())
         && (core.starts_with("19") || core.starts_with("20"))

@@ -1896,6 +1896,35 @@ fn a_forget_instruction_naming_an_attribute_deletes_what_is_about_it_among_other
     assert!(left.iter().any(|c| c.contains("new shoes")), "{left:?}");
 }
 
+/// "Forget where I live" forgets the home: not the job told in the same sentence, nor
+/// the summaries of other sessions, which share only their dates with it.
+#[test]
+fn forgetting_where_one_lives_keeps_the_rest_of_what_was_said() {
+    let (world, u, a) = one_pair();
+    let caller = world.caller(u, a).unwrap();
+    for (session, text, date) in [
+        ("s1", "I live in Oslo and I work at Statoil.", "2024-01-01"),
+        ("s2", "My dog is called Rex.", "2024-01-02"),
+        ("s3", "Forget where I live.", "2024-03-01"),
+    ] {
+        let said = TurnInput {
+            session: session.to_owned(),
+            time: Some(Timestamp::parse(date).unwrap()),
+            ..turn(&format!("{session}:1"), text)
+        };
+        world.pipeline.remember(&caller, &said).unwrap();
+        world.pipeline.close_episode(&caller, session).unwrap();
+    }
+    let left = stored_texts(&world, u, a);
+    assert!(!left.iter().any(|c| c.contains("Oslo")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("Statoil")), "{left:?}");
+    let episodes = stored(&world, u, a)
+        .into_iter()
+        .filter(|f| f.granularity == Granularity::Episode && f.content.contains("Rex"))
+        .count();
+    assert_eq!(episodes, 1, "{left:?}");
+}
+
 #[test]
 fn forgetting_an_attribute_forgets_its_value_wherever_it_is_named_again() {
     let (world, u, a) = one_pair();
