@@ -257,7 +257,11 @@ fn revoke_edge(cli: &Cli, command: &RevokeCommand) -> Result<ExitCode> {
     let at = optional_time(when.at.as_ref())?;
     let memory = open(cli)?;
     let event = memory.admin().revoke(edge, at)?;
-    say!("revoked {edge} at {}", event.at);
+    if event.at > memory.now() {
+        say!("scheduled: {edge} ends at {}", event.at);
+    } else {
+        say!("revoked {edge} at {}", event.at);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -343,7 +347,22 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
                 Origin::User
             },
         };
-        let done = session.remember_keyed(&turn, key.as_deref())?;
+        // The key as the user gave it, and which of the run's turns differs.
+        let done = session
+            .remember_keyed(&turn, key.as_deref())
+            .map_err(|e| match &args.idempotency_key {
+                Some(k) if e.kind() == colmem::ErrorKind::Conflict => {
+                    anyhow::Error::new(exit::Coded {
+                        code: exit::CONFLICT,
+                        message: format!(
+                            "idempotency key {k:?} was already used for other words: turn {} of {} differs from that run's; use a fresh key",
+                            i + 1,
+                            texts.len()
+                        ),
+                    })
+                }
+                _ => e.into(),
+            })?;
         replayed &= done.replayed;
         written.extend(done.written);
         superseded.extend(done.superseded);
@@ -375,7 +394,7 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         // A retry of a finished run: nothing new, only what that run wrote.
         let ids: Vec<String> = written.iter().map(|id| id.to_string()).collect();
         say!(
-            "replayed {} turn(s) under the idempotency key: nothing written; the first run wrote {}",
+            "replayed {} turn(s) under the idempotency key: nothing written; the first run wrote {} for these turns (and the episode summarising them)",
             texts.len(),
             ids.join(" ")
         );

@@ -253,6 +253,11 @@ fn a_keyed_remember_run_twice_writes_once() {
     *other.last_mut().unwrap() = "I moved to Lisbon.";
     let err = env.fails(&other, 6);
     assert!(err.contains("req-7") && err.contains("fresh key"), "{err}");
+    // It names the key as given and the turn that differs, not the key of the turn.
+    assert!(
+        !err.contains("req-7#") && err.contains("turn 1 of 1"),
+        "{err}"
+    );
     assert_eq!(count(&env), before);
     // An empty key is no key.
     let mut empty_key = text_args.clone();
@@ -495,7 +500,24 @@ fn a_forbidden_recall_exits_5_and_a_revocation_takes_effect_on_the_next_read() {
     );
     assert!(err.contains("ask an administrator"), "{err}");
     assert!(!recall_contents(&env, "alice", "helper", "passport").is_empty());
-    env.ok(&["revoke", "invoke", "--user", "alice", "--agent", "helper"]);
+    // A revocation dated ahead is scheduled, and says so: the edge holds until then.
+    let out = env.ok(&[
+        "revoke",
+        "invoke",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "--at",
+        "2999-01-01",
+    ]);
+    assert!(
+        out.starts_with("scheduled:") && out.contains("2999"),
+        "{out}"
+    );
+    assert!(!recall_contents(&env, "alice", "helper", "passport").is_empty());
+    let out = env.ok(&["revoke", "invoke", "--user", "alice", "--agent", "helper"]);
+    assert!(out.starts_with("revoked"), "{out}");
     env.fails(
         &["recall", "--user", "alice", "--agent", "helper", "passport"],
         5,
