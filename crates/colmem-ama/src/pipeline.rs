@@ -1357,6 +1357,14 @@ impl Pipeline {
             if let Some(key) = kin_key(memory.key.as_deref(), &olds) {
                 draft.key = Some(key);
             }
+            // "Sorry, I meant Milan, not Rome" names no attribute: it is the version of
+            // what it sets right, under its key.
+            if draft.key.is_none()
+                && let Some(key) = olds.first().and_then(|f| f.key.clone())
+                && olds.iter().all(|f| f.key.as_deref() == Some(key.as_str()))
+            {
+                draft.key = Some(key);
+            }
             // A successor holds after what it replaces held from: "we moved last month"
             // replaces "I live in Leeds" said last week from just after it was said, so
             // the old version closes where the new one starts.

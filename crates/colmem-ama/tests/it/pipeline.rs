@@ -510,6 +510,26 @@ fn a_change_told_after_the_fact_holds_from_when_it_happened() {
     assert_eq!(versions[0].validity.until(), Some(said.plus_millis(1)));
 }
 
+/// "Sorry, I meant Milan, not Rome" names no attribute, but sets right where Dana
+/// lives: it is the current version under the key of what it corrects.
+#[test]
+fn a_correction_is_the_version_of_what_it_sets_right() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "I live in Rome.", "2024-03-02"),
+            ("D1:2", "Sorry, I meant Milan, not Rome.", "2024-03-03"),
+        ],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    let versions = world.pipeline.history(&caller, "dana/home").unwrap();
+    let told: Vec<&str> = versions.iter().map(|f| f.content.as_str()).collect();
+    assert_eq!(versions.len(), 2, "{told:?}");
+    assert!(told[1].contains("Milan") && versions[1].superseded_at.is_none(), "{told:?}");
+}
+
 /// What someone named does is theirs: "Alice moved to Paris" closes nothing of the
 /// speaker's home, and "forget where Alice lives" forgets Alice's, not the speaker's.
 #[test]
