@@ -14,7 +14,8 @@
 //! Read path: query → [`Retriever`] plan → hybrid search with the read filter and the
 //! granularity inside → [`Judge`] relevance → at most `rounds` more rounds, on another
 //! granularity or through related turns → ranked fragments with their per-signal scores
-//! and the route of the round that found them. Full mode adds an [`Answerer`].
+//! and the route of the round that found them (in a read of what holds now, a turn whose
+//! facts were all replaced ranks lower). Full mode adds an [`Answerer`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -1110,6 +1111,9 @@ impl Pipeline {
                 )?;
             }
         }
+        if options.view == View::Current {
+            self.demote_outdated_turns(caller, &mut found)?;
+        }
         found.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
@@ -1122,6 +1126,42 @@ impl Pipeline {
             rounds,
             hits: found,
         })
+    }
+
+    /// In a read of what holds now, a turn whose every fact was replaced ("I live in
+    /// Lisbon", before the move to Berlin) still tells what was said, but no longer what
+    /// holds: it ranks [`OUTDATED_TURN_WEIGHT`] times as high. Judged among the caller's
+    /// [`REPLACED_LOOKBACK`] newest fact versions.
+    fn demote_outdated_turns(&self, caller: &Caller<'_>, found: &mut [Recalled]) -> Result<()> {
+        if !found
+            .iter()
+            .any(|h| h.fragment.granularity == Granularity::RawTurn)
+        {
+            return Ok(());
+        }
+        let versions = self.store.list(
+            &caller.filter().clone().with_view(View::AllVersions),
+            &ListQuery {
+                granularity: Some(Granularity::Fact),
+                order: Order::NewestFirst,
+                limit: Some(REPLACED_LOOKBACK),
+                ..ListQuery::default()
+            },
+        )?;
+        for hit in found
+            .iter_mut()
+            .filter(|h| h.fragment.granularity == Granularity::RawTurn)
+        {
+            let turn = &hit.fragment.provenance.source.turns;
+            let mut drawn = versions
+                .iter()
+                .filter(|f| f.provenance.source.turns == *turn)
+                .peekable();
+            if drawn.peek().is_some() && drawn.all(|f| f.superseded_at.is_some()) {
+                hit.score *= OUTDATED_TURN_WEIGHT;
+            }
+        }
+        Ok(())
     }
 
     /// Full mode: recall, then answer from the evidence.
@@ -1767,6 +1807,9 @@ const RELATED_FROM: usize = 5;
 const REPLACED_DEPTH: usize = 8;
 /// How many of the caller's newest fact versions an answer searches for replaced ones.
 const REPLACED_LOOKBACK: usize = 200;
+/// How much lower a turn ranks, in a read of what holds now, when every fact drawn
+/// from it was replaced.
+const OUTDATED_TURN_WEIGHT: f64 = 0.5;
 
 /// Each draft through the write rule and the write policy; a draft the policy
 /// withholds is refused ([`colmem_access::AccessError::Withheld`]), so nothing is

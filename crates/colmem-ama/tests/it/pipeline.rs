@@ -510,6 +510,45 @@ fn a_change_told_after_the_fact_holds_from_when_it_happened() {
     assert_eq!(versions[0].validity.until(), Some(said.plus_millis(1)));
 }
 
+/// A turn whose facts were all replaced ranks below what holds now in a read of the
+/// present, and keeps its rank in a read of the past.
+#[test]
+fn a_turn_whose_facts_were_all_replaced_ranks_lower_now() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "I live in Lisbon.", "2024-01-01"),
+            ("D1:2", "I moved to Berlin last month.", "2024-06-01"),
+        ],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    let ranked = |view: View| -> Vec<String> {
+        let recall = world
+            .pipeline
+            .recall(
+                &caller,
+                "Where does Dana live?",
+                &RecallOptions {
+                    view,
+                    ..RecallOptions::default()
+                },
+            )
+            .unwrap();
+        recall
+            .hits
+            .iter()
+            .filter(|h| h.fragment.granularity == Granularity::RawTurn)
+            .map(|h| h.fragment.content.clone())
+            .collect()
+    };
+    let now = ranked(View::Current);
+    assert!(now[0].contains("Berlin"), "{now:?}");
+    let all = ranked(View::AllVersions);
+    assert!(all[0].contains("Lisbon"), "{all:?}");
+}
+
 /// "Sorry, I meant Milan, not Rome" names no attribute, but sets right where Dana
 /// lives: it is the current version under the key of what it corrects.
 #[test]
@@ -527,7 +566,10 @@ fn a_correction_is_the_version_of_what_it_sets_right() {
     let versions = world.pipeline.history(&caller, "dana/home").unwrap();
     let told: Vec<&str> = versions.iter().map(|f| f.content.as_str()).collect();
     assert_eq!(versions.len(), 2, "{told:?}");
-    assert!(told[1].contains("Milan") && versions[1].superseded_at.is_none(), "{told:?}");
+    assert!(
+        told[1].contains("Milan") && versions[1].superseded_at.is_none(),
+        "{told:?}"
+    );
 }
 
 /// What someone named does is theirs: "Alice moved to Paris" closes nothing of the
