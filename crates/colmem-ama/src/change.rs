@@ -1726,10 +1726,7 @@ fn named_in_clause(topic: &str, names: &[String]) -> Option<String> {
             let end = start + parts.len();
             ws.get(start..end)
                 .is_some_and(|w| w.iter().zip(&parts).all(|(a, b)| a == b))
-                && ws[end..]
-                    .iter()
-                    .find(|w| !crate::values::ADVERBS_BEFORE_DOING.contains(&w.as_str()))
-                    .is_some_and(|w| crate::values::PEOPLE_DOING.contains(&w.as_str()))
+                && crate::values::doing(ws[end..].iter().map(String::as_str))
         })
         .cloned()
 }

@@ -1,7 +1,8 @@
 //! The AMA pipeline: the roles run against the store and the hybrid index, every call
 //! inside a [`Caller`] (a request that passed the access check).
 //!
-//! Write path: turn → [`Constructor`] → write rule → one store transaction per turn.
+//! Write path: turn → [`Constructor`] → write rule → one store transaction for what is
+//! new, one more for each version that replaces or precedes another.
 //! A fact that the [`Judge`] finds in conflict with held facts goes to the
 //! [`Refresher`], which closes the stale versions in favour of the new one; an agent's
 //! turn is judged only against what that agent said. World time orders versions, not
@@ -676,23 +677,25 @@ impl Pipeline {
                 kept.push(same.id);
                 continue;
             }
-            let (conflicts, follower) = if p.granularity == Granularity::Fact {
+            let (conflicts, follower, same) = if p.granularity == Granularity::Fact {
                 let mut held = self.held_facts(caller, p.memory, &turn.text)?;
                 // The same fact from the same turn is held already (a retry after a
-                // failure part-way): keep it rather than write a second copy.
-                if let Some(same) = held.iter().find(|f| {
-                    as_written(caller, f, &p.memory.content)
-                        && f.provenance.source.turns == p.memory.turns
-                }) {
-                    kept.push(same.id);
-                    continue;
-                }
+                // failure part-way): keep it rather than write a second copy (and close
+                // it below if it was told late and the failed call did not).
+                let same = held
+                    .iter()
+                    .position(|f| {
+                        as_written(caller, f, &p.memory.content)
+                            && f.provenance.source.turns == p.memory.turns
+                    })
+                    .map(|i| held.remove(i).id);
                 // A fact this turn already closed is no longer held, whatever the
                 // caller's filter (compiled before the close) still admits.
                 held.retain(|f| {
                     !outcome
                         .superseded
                         .iter()
+                        .chain(&told_late)
                         .any(|(old, new)| *old == f.id || *new == f.id)
                 });
                 // The user is the authority on their own state: what an agent says
@@ -710,71 +713,97 @@ impl Pipeline {
                 let conflicts = self.roles.judge.conflicts(p.memory, &turn.text, &held)?;
                 let conflicts = self.roles.refresher.resolve(p.memory, &conflicts)?;
                 // A state told late: the turn was said before a version it conflicts
-                // with was said and began ("I live in Oslo", said in January,
-                // remembered after "I live in Rome", said in March). That version
-                // follows it rather than being replaced by it: the earliest such one
-                // closes it.
+                // with was said and began, and what it states begins before that too
+                // ("I live in Oslo", said in January, remembered after "I live in
+                // Rome", said in March). That version follows it rather than being
+                // replaced by it: the earliest such one closes it.
                 let mut later = Vec::new();
                 if let Some(t) = turn.time {
+                    let starts = p.memory.time.unwrap_or(t);
                     for f in held.iter().filter(|f| conflicts.contains(&f.id)) {
-                        if t < f.validity.from() && self.said_after(caller, f, t)? {
+                        if t < f.validity.from()
+                            && starts < f.validity.from()
+                            && self.said_after(caller, f, t)?
+                        {
                             later.push(*f);
                         }
                     }
                 }
-                let follower = later.iter().min_by_key(|f| f.validity.from()).map(|f| f.id);
+                let follower = later.iter().min_by_key(|f| f.validity.from()).copied();
+                // A retry replaces nothing the failed call had not.
                 let conflicts: Vec<FragmentId> = conflicts
                     .into_iter()
-                    .filter(|id| !later.iter().any(|f| f.id == *id))
+                    .filter(|id| same.is_none() && !later.iter().any(|f| f.id == *id))
                     .collect();
-                (conflicts, follower)
+                (conflicts, follower.map(|f| (f.id, f.key.clone())), same)
             } else {
-                (Vec::new(), None)
+                (Vec::new(), None, None)
             };
             let mut versions = Vec::new();
-            if !conflicts.is_empty() {
+            if let Some(same) = same {
+                kept.push(same);
+                versions.push(same);
+            } else if !conflicts.is_empty() {
                 let done = self.supersede(caller, p.memory, turn, &conflicts, narrow)?;
                 versions.extend(done.pairs.iter().map(|(_, new)| *new));
                 outcome.superseded.extend(done.pairs);
                 outcome.withheld += done.withheld;
-            } else if follower.is_some() {
-                match self.write_told_late(caller, p.memory, turn, narrow, key.is_some())? {
+            } else if let Some((_, follower_key)) = &follower {
+                // Named in no attribute, it is a version of what follows it.
+                let mut draft = self.draft(p.memory, p.granularity, turn);
+                if draft.key.is_none() {
+                    draft.key.clone_from(follower_key);
+                }
+                match self.write_told_late(caller, draft, narrow, key.is_some())? {
                     Some(id) => versions.push(id),
                     None => outcome.withheld += 1,
                 }
             } else {
                 plain.push(self.draft(p.memory, p.granularity, turn));
             }
-            if let Some(follower) = follower {
+            if let Some((follower, _)) = follower {
                 versions.sort();
                 versions.dedup();
                 for version in versions {
-                    self.close_before(caller, version, follower)?;
-                    told_late.push((version, follower));
+                    if self.close_before(caller, version, follower)? {
+                        told_late.push((version, follower));
+                    }
                 }
             }
         }
-        let (written, withheld) = self.write_constructed(caller, plain, narrow, key)?;
-        // The profile entries drawn from a fact told late are as late: what follows
-        // the fact follows them.
+        // The profile entries drawn from a fact told late are as late: what follows the
+        // fact follows them. They are written and closed before the keyed write, which
+        // marks the call finished.
         if !told_late.is_empty() {
             let mut versions = Vec::with_capacity(told_late.len());
             for (version, follower) in &told_late {
                 versions.extend(self.stored(*version)?.map(|v| (v, *follower)));
             }
-            for id in &written {
-                let Some(entry) = self.stored(*id)? else {
+            let mut rest = Vec::with_capacity(plain.len());
+            for draft in plain {
+                let follower = versions
+                    .iter()
+                    .find(|(v, _)| {
+                        draft.granularity == Granularity::Profile
+                            && drawn_from(&draft.content, &draft.source.turns, v)
+                    })
+                    .map(|(_, follower)| *follower);
+                let Some(follower) = follower else {
+                    rest.push(draft);
                     continue;
                 };
-                if entry.granularity != Granularity::Profile {
-                    continue;
-                }
-                if let Some((_, follower)) = versions.iter().find(|(v, _)| drawn_from(&entry, v)) {
-                    self.close_before(caller, entry.id, *follower)?;
-                    told_late.push((entry.id, *follower));
+                match self.write_told_late(caller, draft, narrow, key.is_some())? {
+                    Some(id) => {
+                        if self.close_before(caller, id, follower)? {
+                            told_late.push((id, follower));
+                        }
+                    }
+                    None => outcome.withheld += 1,
                 }
             }
+            plain = rest;
         }
+        let (written, withheld) = self.write_constructed(caller, plain, narrow, key)?;
         outcome.written.extend(written);
         outcome.withheld += withheld;
         outcome.written.extend(kept);
@@ -1130,8 +1159,9 @@ impl Pipeline {
 
     /// In a read of what holds now, a turn whose every fact was replaced ("I live in
     /// Lisbon", before the move to Berlin) still tells what was said, but no longer what
-    /// holds: it ranks [`OUTDATED_TURN_WEIGHT`] times as high. Judged among the caller's
-    /// [`REPLACED_LOOKBACK`] newest fact versions.
+    /// holds: it ranks [`OUTDATED_TURN_WEIGHT`] times as high. Judged among the
+    /// [`REPLACED_LOOKBACK`] newest fact versions the caller may read, of the turn's user
+    /// and session.
     fn demote_outdated_turns(&self, caller: &Caller<'_>, found: &mut [Recalled]) -> Result<()> {
         if !found
             .iter()
@@ -1152,10 +1182,14 @@ impl Pipeline {
             .iter_mut()
             .filter(|h| h.fragment.granularity == Granularity::RawTurn)
         {
-            let turn = &hit.fragment.provenance.source.turns;
+            let said = &hit.fragment.provenance;
             let mut drawn = versions
                 .iter()
-                .filter(|f| f.provenance.source.turns == *turn)
+                .filter(|f| {
+                    f.provenance.user == said.user
+                        && f.provenance.source.session == said.source.session
+                        && f.provenance.source.turns == said.source.turns
+                })
                 .peekable();
             if drawn.peek().is_some() && drawn.all(|f| f.superseded_at.is_some()) {
                 hit.score *= OUTDATED_TURN_WEIGHT;
@@ -1475,7 +1509,9 @@ impl Pipeline {
                     writable(p)
                         && p.superseded_by.is_none()
                         && !out.pairs.iter().any(|(old, _)| *old == p.id)
-                        && olds.iter().any(|old| drawn_from(p, old))
+                        && olds
+                            .iter()
+                            .any(|old| drawn_from(&p.content, &p.provenance.source.turns, old))
                 })
                 .collect();
             for also in rest.iter().copied().chain(drawn) {
@@ -1491,7 +1527,7 @@ impl Pipeline {
         Ok(out)
     }
 
-    /// Whether every turn `fact` was drawn from was said after `t` ("next month I start
+    /// Whether the turns `fact` was drawn from were said after `t` ("next month I start
     /// at Initech", said before `t`, holds after it but was not said after it).
     fn said_after(
         &self,
@@ -1499,24 +1535,27 @@ impl Pipeline {
         fact: &Fragment,
         t: colmem_core::Timestamp,
     ) -> Result<bool> {
+        // A fact whose turns cannot be read (none, deleted, not kept) was not
+        // shown to be said after.
+        let mut found = false;
         for id in &fact.provenance.source.turns {
-            if let Some(said) = self.own_turn(caller, caller.filter(), id)?
-                && said.validity.from() <= t
-            {
-                return Ok(false);
+            if let Some(said) = self.own_turn(caller, caller.filter(), id)? {
+                if said.validity.from() <= t {
+                    return Ok(false);
+                }
+                found = true;
             }
         }
-        Ok(true)
+        Ok(found)
     }
 
-    /// Writes a fact told late (see the module documentation); on a keyed retry, finds
-    /// the version a call that failed part-way wrote, closed or not. `None` if the write
-    /// policy withholds it.
+    /// Writes a fragment told late (see the module documentation) on its own; on a
+    /// keyed retry, finds the version a call that failed part-way wrote, closed or not.
+    /// `None` if the write policy withholds it.
     fn write_told_late(
         &self,
         caller: &Caller<'_>,
-        memory: &Memory,
-        turn: &TurnInput,
+        draft: Draft,
         narrow: Option<Scope>,
         retry: bool,
     ) -> Result<Option<FragmentId>> {
@@ -1524,39 +1563,43 @@ impl Pipeline {
             let versions = self.own_fragments(
                 caller,
                 View::AllVersions,
-                memory.key.clone(),
-                Some(Granularity::Fact),
+                draft.key.clone(),
+                Some(draft.granularity),
             )?;
             if let Some(same) = versions.iter().find(|f| {
-                as_written(caller, f, &memory.content) && f.provenance.source.turns == memory.turns
+                as_written(caller, f, &draft.content)
+                    && f.provenance.source.turns == draft.source.turns
             }) {
                 return Ok(Some(same.id));
             }
         }
-        let draft = self.draft(memory, Granularity::Fact, turn);
         let (written, _) = self.write_constructed(caller, vec![draft], narrow, None)?;
         Ok(written.first().copied())
     }
 
     /// Closes `version` where `follower`, a version told before it but holding after
-    /// it, begins, and links the two. A keyed retry may find it closed already.
+    /// it, begins, and links the two. A keyed retry may find it so closed already;
+    /// `false` if something else closed it.
     fn close_before(
         &self,
         caller: &Caller<'_>,
         version: FragmentId,
         follower: FragmentId,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         match self.store.supersede_by(&colmem_store::SupersedeBy {
             user: caller.user(),
             agent: caller.agent(),
             old: version,
             successor: follower,
         }) {
+            Ok(()) => Ok(true),
             Err(colmem_store::Error::NotCurrent {
                 id,
                 state: "superseded",
-            }) if id == version => Ok(()),
-            done => Ok(done?),
+            }) if id == version => {
+                Ok(self.stored(version)?.and_then(|f| f.superseded_by) == Some(follower))
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -2163,11 +2206,12 @@ fn replaced_in(view: View, fragment: &Fragment) -> bool {
         }
 }
 
-/// Whether a profile entry was drawn from the statement a fact holds: the same source
-/// turns, and the fact holds most (two thirds) of the entry's words.
-fn drawn_from(entry: &Fragment, fact: &Fragment) -> bool {
-    entry.provenance.source.turns == fact.provenance.source.turns
-        && crate::judge::coverage(&entry.content, &fact.content) >= 2.0 / 3.0
+/// Whether a profile entry (its words and source turns) was drawn from the statement a
+/// fact holds: the same source turns, and the fact holds most (two thirds) of the
+/// entry's words.
+fn drawn_from(entry: &str, turns: &[String], fact: &Fragment) -> bool {
+    turns == fact.provenance.source.turns
+        && crate::judge::coverage(entry, &fact.content) >= 2.0 / 3.0
 }
 
 /// The turn after `D3:7`: `D3:8` (`None` for an id without a turn number).

@@ -269,14 +269,20 @@ impl Refresher for OfflineRefresher {
             shared.len() >= 2 || shared.iter().any(|v| long_number(v))
         };
         // A fact of another attribute told in the same turn stays: "… and I work at
-        // Statoil" says nothing of where I live.
+        // Statoil" says nothing of where I live ("I work at Statoil in Oslo" does).
+        let stated: HashSet<String> = direct
+            .iter()
+            .filter(|f| f.granularity == Granularity::Fact)
+            .flat_map(|f| value_tokens(&f.content))
+            .collect();
         let of_another_attribute = |f: &Fragment| {
-            matches!(f.granularity, Granularity::Fact | Granularity::Profile)
+            f.granularity == Granularity::Fact
                 && !named.is_empty()
                 && f.key
                     .as_deref()
                     .and_then(|k| k.rsplit('/').next())
                     .is_some_and(|a| !named.contains(&a))
+                && value_tokens(&f.content).iter().all(|v| !stated.contains(v))
         };
         let targets: Vec<&Fragment> = candidates
             .iter()

@@ -641,21 +641,22 @@ pub fn opens_with_someone(sentence: &str, names: &[String]) -> Option<String> {
             .iter()
             .zip(&parts)
             .all(|(t, p)| t.core == *p && !t.digits);
-    let verb = ts
-        .get(parts.len()..)?
-        .iter()
-        .map(|t| t.core.as_str())
-        .find(|w| !ADVERBS_BEFORE_DOING.contains(w));
-    (opens && verb.is_some_and(|w| PEOPLE_DOING.contains(&w))).then_some(first)
+    let after = ts.get(parts.len()..)?.iter().map(|t| t.core.as_str());
+    (opens && doing(after)).then_some(first)
 }
 
-/// Words that may stand between a name and what it does: "Tom just started".
-pub(crate) const ADVERBS_BEFORE_DOING: &[&str] =
-    &["just", "now", "finally", "recently", "also", "already"];
+/// Whether the words after a name tell of it doing what people do ([`PEOPLE_DOING`]),
+/// past an adverb or two: "just started", "lives".
+pub(crate) fn doing<'a>(mut after: impl Iterator<Item = &'a str>) -> bool {
+    const ADVERBS: &[&str] = &["just", "now", "finally", "recently", "also", "already"];
+    after
+        .find(|w| !ADVERBS.contains(w))
+        .is_some_and(|w| PEOPLE_DOING.contains(&w))
+}
 
 /// Verbs that tell of what people are and do, in the third person or the past: where
 /// they live and work, what they own.
-pub(crate) const PEOPLE_DOING: &[&str] = &[
+const PEOPLE_DOING: &[&str] = &[
     "lives",
     "lived",
     "moved",

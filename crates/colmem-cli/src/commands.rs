@@ -350,18 +350,27 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         // The key as the user gave it, and which of the run's turns differs.
         let done = session
             .remember_keyed(&turn, key.as_deref())
-            .map_err(|e| match &args.idempotency_key {
-                Some(k) if e.kind() == colmem::ErrorKind::Conflict => {
-                    anyhow::Error::new(exit::Coded {
+            .map_err(|e| {
+                use colmem::parts::store::Error::IdempotencyConflict;
+                let reused = matches!(
+                    &e,
+                    colmem::Error::Store(IdempotencyConflict { .. })
+                        | colmem::Error::Pipeline(colmem::parts::ama::Error::Store(
+                            IdempotencyConflict { .. }
+                        ))
+                );
+                let e = anyhow::Error::from(e);
+                match &args.idempotency_key {
+                    Some(k) if reused => anyhow::Error::new(exit::Coded {
                         code: exit::CONFLICT,
                         message: format!(
                             "idempotency key {k:?} was already used for other words: turn {} of {} differs from that run's; use a fresh key",
                             i + 1,
                             texts.len()
                         ),
-                    })
+                    }),
+                    _ => e,
                 }
-                _ => e.into(),
             })?;
         replayed &= done.replayed;
         written.extend(done.written);
@@ -394,7 +403,7 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         // A retry of a finished run: nothing new, only what that run wrote.
         let ids: Vec<String> = written.iter().map(|id| id.to_string()).collect();
         say!(
-            "replayed {} turn(s) under the idempotency key: nothing written; the first run wrote {} for these turns (and the episode summarising them)",
+            "replayed {} turn(s) under the idempotency key: nothing written; the first run wrote {} under the key (versions that replaced others, and the episode summary, aside)",
             texts.len(),
             ids.join(" ")
         );

@@ -23,7 +23,7 @@ use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyD
 
 use crate::admit::Admit;
 use crate::error::{Error, Result};
-use crate::lemma::{base_form, full_form};
+use crate::lemma::normal_form;
 use crate::lexical::{LexicalHit, LexicalIndex};
 
 const BACKEND: &str = "tantivy";
@@ -84,7 +84,8 @@ fn english() -> Result<TextAnalyzer> {
         .build())
 }
 
-/// Takes irregular verbs to their base form ([`base_form`]) before stemming.
+/// Takes words to their normal form ([`normal_form`]) before stemming: short forms in
+/// full, irregular verbs in their base form.
 #[derive(Clone, Copy)]
 struct BaseForms;
 
@@ -114,8 +115,7 @@ impl<S: TokenStream> TokenStream for BaseFormsStream<S> {
         if !self.0.advance() {
             return false;
         }
-        let text = &self.0.token().text;
-        if let Some(base) = base_form(text).or_else(|| full_form(text)) {
+        if let Some(base) = normal_form(&self.0.token().text) {
             self.0.token_mut().text = base.to_owned();
         }
         true

@@ -14,6 +14,13 @@ pub fn base_form(word: &str) -> Option<&'static str> {
         .map(|i| IRREGULAR[i].1)
 }
 
+/// The word both lexical backends index `word` (lowercase) as, before any stemming:
+/// its full form ([`full_form`]), an irregular verb's base form ([`base_form`]); `None`
+/// when it is indexed as it is.
+pub fn normal_form(word: &str) -> Option<&'static str> {
+    full_form(word).or_else(|| base_form(word))
+}
+
 /// The word `word` (lowercase) is chat's short form or British spelling of: "biz" is
 /// "business", "fave" "favorite", "pic" "picture". A question asked in full ("what is
 /// her favorite business?") finds a turn that said it short ("my fave biz").
@@ -187,5 +194,12 @@ mod tests {
         assert_eq!(full_form("biz"), Some("business"));
         assert_eq!(full_form("favourite"), Some("favorite"));
         assert_eq!(full_form("business"), None);
+        // No word is in both tables, nor is a full form a short one: the backends may
+        // look a word up in either order.
+        for (form, full) in SHORT_FORMS {
+            assert_eq!(base_form(form), None, "{form}");
+            assert_eq!(full_form(full), None, "{full}");
+            assert_eq!(normal_form(form), Some(*full));
+        }
     }
 }

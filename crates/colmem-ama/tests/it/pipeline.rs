@@ -670,8 +670,7 @@ fn a_state_told_late_is_followed_by_what_was_said_after_it() {
     );
     assert!(answer.contains("Oslo"), "{answer}");
 
-    // A keyed retry of the late turn (as after a call that failed once it had
-    // written) writes no second version.
+    // A keyed retry of the late turn writes no second version.
     let late = TurnInput {
         time: Some(Timestamp::parse("2025-01-01").unwrap()),
         ..turn("D1:1", "I live in Oslo now.")
@@ -685,6 +684,42 @@ fn a_state_told_late_is_followed_by_what_was_said_after_it() {
         world.pipeline.history(&caller, "dana/home").unwrap(),
         versions
     );
+
+    // A call that failed once it had written the late fact, before closing it: the
+    // keyed retry keeps that fact and closes it.
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[("D2:1", "I live in Rome now.", "2025-03-01")],
+    );
+    let caller = world.caller(dana, helper).unwrap();
+    let mut written = Draft::new(
+        versions[0].content.clone(),
+        Granularity::Fact,
+        Kind::Observation,
+    );
+    written.key = Some("dana/home".into());
+    written.keywords = versions[0].keywords.clone();
+    written.source = versions[0].provenance.source.clone();
+    written.validity = colmem_core::Validity::new(versions[0].validity.from(), None).unwrap();
+    world
+        .store
+        .write(&colmem_store::Interaction {
+            user: dana,
+            agent: helper,
+            fragments: vec![caller.authorize(written).unwrap()],
+            idempotency_key: None,
+        })
+        .unwrap();
+    world
+        .pipeline
+        .remember_keyed(&caller, &late, Some("late"))
+        .unwrap();
+    let after = world.pipeline.history(&caller, "dana/home").unwrap();
+    let told: Vec<&str> = after.iter().map(|f| f.content.as_str()).collect();
+    assert_eq!(after.len(), 2, "{told:?}");
+    assert_eq!(after[0].superseded_by, Some(after[1].id), "{told:?}");
 
     // One said before what it conflicts with begins, but not before it was said,
     // replaces it as ever: "turns seventy next month" holds from June, and is set
@@ -1966,6 +2001,11 @@ fn forgetting_where_one_lives_keeps_the_rest_of_what_was_said() {
     let caller = world.caller(u, a).unwrap();
     for (session, text, date) in [
         ("s1", "I live in Oslo and I work at Statoil.", "2024-01-01"),
+        (
+            "s4",
+            "I live in Oslo and I work at the Oslo port.",
+            "2024-01-01",
+        ),
         ("s2", "My dog is called Rex.", "2024-01-02"),
         ("s3", "Forget where I live.", "2024-03-01"),
     ] {
