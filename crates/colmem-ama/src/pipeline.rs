@@ -1169,15 +1169,7 @@ impl Pipeline {
         {
             return Ok(());
         }
-        let versions = self.store.list(
-            &caller.filter().clone().with_view(View::AllVersions),
-            &ListQuery {
-                granularity: Some(Granularity::Fact),
-                order: Order::NewestFirst,
-                limit: Some(REPLACED_LOOKBACK),
-                ..ListQuery::default()
-            },
-        )?;
+        let versions = self.newest_fact_versions(caller)?;
         for hit in found
             .iter_mut()
             .filter(|h| h.fragment.granularity == Granularity::RawTurn)
@@ -1283,16 +1275,7 @@ impl Pipeline {
             .iter()
             .flat_map(|f| &f.provenance.source.turns)
             .collect();
-        let history = caller.filter().clone().with_view(View::AllVersions);
-        let mine = self.store.list(
-            &history,
-            &ListQuery {
-                granularity: Some(Granularity::Fact),
-                order: Order::NewestFirst,
-                limit: Some(REPLACED_LOOKBACK),
-                ..ListQuery::default()
-            },
-        )?;
+        let mine = self.newest_fact_versions(caller)?;
         out.extend(mine.into_iter().filter(|f| {
             replaced_in(view, f)
                 && f.provenance.user == caller.user()
@@ -1300,6 +1283,20 @@ impl Pipeline {
                 && f.provenance.source.turns.iter().any(|t| turns.contains(&t))
         }));
         Ok(out)
+    }
+
+    /// The [`REPLACED_LOOKBACK`] newest fact versions, current or replaced, the caller
+    /// may read.
+    fn newest_fact_versions(&self, caller: &Caller<'_>) -> Result<Vec<Fragment>> {
+        Ok(self.store.list(
+            &caller.filter().clone().with_view(View::AllVersions),
+            &ListQuery {
+                granularity: Some(Granularity::Fact),
+                order: Order::NewestFirst,
+                limit: Some(REPLACED_LOOKBACK),
+                ..ListQuery::default()
+            },
+        )?)
     }
 
     /// The caller's own fragments (not other users' shared ones) that it can read now,

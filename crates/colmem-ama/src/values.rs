@@ -629,7 +629,7 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
 /// Who `sentence` opens with, named (in lower case) doing something: "alice" of "Alice
 /// moved to Paris", "tom lee" of "Tom Lee just started at Google": a name [`named`]
 /// finds at its start (none of `names`), then a verb of where people live and work and
-/// what they own ([`PEOPLE_DOING`]). "Moved to Paris" and "Data analyst at Flutterwave"
+/// what they own (`PEOPLE_DOING`). "Moved to Paris" and "Data analyst at Flutterwave"
 /// open with no one; "Autumn wins now" and "Kazik is enough parrot" with no one doing
 /// such a thing ("is" tells of pets and seasons as much as of people).
 pub fn opens_with_someone(sentence: &str, names: &[String]) -> Option<String> {

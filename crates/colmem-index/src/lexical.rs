@@ -75,7 +75,7 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// A light English analyzer: split on non-alphanumerics, lowercase, drop stop
-/// words, write chat's short forms in full ("biz" → "business", [`full_form`]), take
+/// words, write chat's short forms in full ("biz" → "business"), take
 /// irregular verbs to their base form ("bought" → "buy") and strip
 /// common inflections (`-ing`, `-ed`, `-es`, `-s`).
 pub fn analyze(text: &str) -> Vec<String> {
