@@ -17,6 +17,7 @@ pub fn base_form(word: &str) -> Option<&'static str> {
 /// The word both lexical backends index `word` (lowercase) as, before any stemming:
 /// its full form ([`full_form`]), an irregular verb's base form ([`base_form`]); `None`
 /// when it is indexed as it is.
+#[cfg_attr(not(feature = "tantivy"), allow(dead_code))]
 pub fn normal_form(word: &str) -> Option<&'static str> {
     full_form(word).or_else(|| base_form(word))
 }
