@@ -1001,7 +1001,13 @@ impl Pipeline {
             ));
         }
         self.index.catch_up(self.store.as_ref())?;
-        let plan = self.roles.retriever.plan(query, &options.context)?;
+        // "Where do I live?" asks after the user served, unless the context names
+        // another asker.
+        let mut context = options.context.clone();
+        context
+            .asker
+            .get_or_insert_with(|| caller.user().as_str().to_owned());
+        let plan = self.roles.retriever.plan(query, &context)?;
         let k = options.k.unwrap_or(plan.k).max(1);
         if k > MAX_K {
             return Err(Error::InvalidInput(format!(

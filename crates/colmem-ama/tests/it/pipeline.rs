@@ -3531,6 +3531,31 @@ fn an_episode_holds_only_what_was_said_through_its_agent() {
     assert!(!summary.contains("marmalade"), "{summary}");
 }
 
+/// "Where do I live?" asks after the user served: in a crew that shares its memory,
+/// the answer is dana's home, not erin's, told later.
+#[test]
+fn i_in_a_question_is_the_user_served() {
+    let (world, dana, erin, helper) = crew_of_two(WritePolicies::default());
+    world.say(
+        dana,
+        helper,
+        "D1:1",
+        "Dana",
+        "I live in Oslo.",
+        "2024-01-01",
+    );
+    world.say(
+        erin,
+        helper,
+        "D2:1",
+        "Erin",
+        "I live in Madrid.",
+        "2024-02-01",
+    );
+    let (answer, _) = world.ask(dana, helper, "Where do I live?", View::Current);
+    assert!(answer.contains("Oslo"), "{answer}");
+}
+
 /// dana and erin both served by `helper`, which is in a crew: what it remembers for
 /// dana goes to the crew's scope, where erin's requests read it too.
 fn crew_of_two(policies: WritePolicies) -> (World, UserId, UserId, AgentId) {
