@@ -16,10 +16,10 @@ use crate::change::{
     ForgetInstruction, PAST_WORDS, attribute_values, attributes, forget_instruction,
     main_attributes,
 };
-use crate::constructor::Memory;
+use crate::constructor::{Memory, Subject, relation_word, subject_of};
 use crate::error::Result;
 use crate::judge::{Conflict, coverage, stem};
-use crate::text::{NOT_OWNERS, words};
+use crate::text::{NOT_OWNERS, sentences, words};
 use crate::values::{is_date_word, is_year};
 
 /// The Refresher role.
@@ -192,22 +192,42 @@ impl Refresher for OfflineRefresher {
         let named: Vec<&str> = attributes(&about);
         // "My son's school": a text that names a school but not the son is about
         // someone else's ("we're both nurses, so school pick-ups are a puzzle").
-        let owners: Vec<String> = instruction
+        // So does one of the speaker's people named as theirs ("where my sister lives").
+        let mut owners: Vec<String> = instruction
             .about
             .iter()
             .filter_map(|w| w.strip_suffix("'s"))
             .filter(|w| !NOT_OWNERS.contains(w))
+            .chain(instruction.about.iter().filter_map(|w| relation_word(w)))
             .map(stem)
             .collect();
+        owners.sort();
+        owners.dedup();
         let owned = |text: &str| {
             let said: Vec<String> = words(text).iter().map(|w| stem(w)).collect();
             owners.is_empty() || owners.iter().any(|o| said.contains(o))
+        };
+        // With no one named, the speaker's own is meant: "forget where I live" leaves
+        // "my sister lives in Paris".
+        let someone_elses = |f: &Fragment| {
+            owners.is_empty()
+                && match f.granularity {
+                    Granularity::RawTurn => {
+                        f.content.split_once(": ").is_some_and(|(speaker, said)| {
+                            sentences(said)
+                                .iter()
+                                .all(|s| subject_of(s, speaker) != Subject::Speaker)
+                        })
+                    }
+                    _ => f.key.as_deref().is_some_and(|k| k.split('/').count() > 2),
+                }
         };
         let direct: Vec<&Fragment> = candidates
             .iter()
             .copied()
             .filter(|f| {
                 owned(&f.content)
+                    && !someone_elses(f)
                     && (coverage(&about, &f.content) >= TARGET_COVERAGE
                     // Mainly about an attribute the instruction names: "the doctor
                     // confirmed it's celiac disease" is about a diagnosis as much as

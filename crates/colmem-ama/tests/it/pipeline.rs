@@ -2027,6 +2027,30 @@ fn forgetting_where_one_lives_keeps_the_rest_of_what_was_said() {
     assert_eq!(episodes, 1, "{left:?}");
 }
 
+/// "Forget where my sister lives" forgets her home, not the speaker's; "forget where I
+/// live" the speaker's, not hers.
+#[test]
+fn forgetting_a_home_forgets_only_whose_it_is() {
+    for (asked, gone, kept) in [
+        ("Please forget where my sister lives.", "Paris", "Rome"),
+        ("Forget where I live.", "Rome", "Paris"),
+    ] {
+        let (world, u, a) = one_pair();
+        world.dana_says(
+            u,
+            a,
+            &[
+                ("D1:1", "I live in Rome.", "2024-01-01"),
+                ("D1:2", "My sister lives in Paris.", "2024-02-01"),
+                ("D1:3", asked, "2024-03-01"),
+            ],
+        );
+        let left = every_version_texts(&world, u, a);
+        assert!(!left.iter().any(|c| c.contains(gone)), "{asked}: {left:?}");
+        assert!(left.iter().any(|c| c.contains(kept)), "{asked}: {left:?}");
+    }
+}
+
 #[test]
 fn forgetting_an_attribute_forgets_its_value_wherever_it_is_named_again() {
     let (world, u, a) = one_pair();
