@@ -230,7 +230,7 @@ impl Judge for OfflineJudge {
         let own = in_first_person(&new.content, new.speaker.as_deref());
         // Nor does what may or would be ("maybe one day I switch to a Pixel"), nor
         // what someone else does ("he gave up on the whole thing").
-        let unreal = may_be(&own) || of_someone_else(&own);
+        let unreal = may_be(&own) || supposed(&own) || of_someone_else(&own);
         let corrected = is_correction(&own) || is_correction(&told);
         // "No longer", "from now on": the statement itself says the old state ended.
         let ends_old = !unreal && says_the_old_state_ended(&own);
@@ -413,6 +413,14 @@ impl Judge for OfflineJudge {
         }
         Ok(out)
     }
+}
+
+/// Whether a statement only supposes: "If I moved to Tokyo I would be happy", "I would
+/// love to live by the sea".
+fn supposed(statement: &str) -> bool {
+    let ws = words(statement);
+    matches!(ws.first().map(String::as_str), Some("if" | "unless"))
+        || crate::change::irrealis(statement)
 }
 
 /// What follows "instead of" in a statement's clause, when that is its only change cue:

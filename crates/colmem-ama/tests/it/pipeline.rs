@@ -549,6 +549,30 @@ fn a_turn_whose_facts_were_all_replaced_ranks_lower_now() {
     assert!(all[0].contains("Lisbon"), "{all:?}");
 }
 
+/// What is only supposed changes nothing held.
+#[test]
+fn a_supposition_changes_nothing() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "I live in Berlin.", "2024-06-15"),
+            (
+                "D1:2",
+                "If I moved to Tokyo I would be happy.",
+                "2024-06-16",
+            ),
+            (
+                "D1:3",
+                "I would move to Lisbon in a heartbeat.",
+                "2024-06-17",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(dana, helper, "Berlin"));
+}
+
 /// "Sorry, I meant Milan, not Rome" names no attribute, but sets right where Dana
 /// lives: it is the current version under the key of what it corrects.
 #[test]
