@@ -605,11 +605,63 @@ impl Answerer for EvidenceSpan {
     ) -> Result<Answer> {
         let mut old = old_values(evidence, replaced);
         let names = speakers(evidence);
+        // The person the question asks after, when it asks after them and not one of
+        // their people ("What is the job of Megan's husband?").
+        let question_words = words(question);
+        let asked_person = names
+            .iter()
+            .find(|n| {
+                let possessive = format!("{n}'s");
+                question_words.iter().any(|w| w == *n || *w == possessive)
+            })
+            .filter(|n| subject_of(question, n) == Subject::Speaker);
+        // A clause about someone else does not answer after the person asked: another
+        // speaker's own words ("alice: I moved to Porto" for "where does Bob live?"),
+        // another user's fact of their own ("bob live in Madrid" for "where does Alice
+        // live?"), unless it names the person asked ("I went camping with Caroline").
+        let of_another = |fragment: &Fragment, clause: &str| {
+            asked_person.is_some_and(|person| {
+                let said = words(clause);
+                let possessive = format!("{person}'s");
+                let whose = match fragment.granularity {
+                    Granularity::RawTurn => fragment
+                        .content
+                        .split_once(": ")
+                        .map(|(speaker, _)| speaker.to_lowercase())
+                        .filter(|_| {
+                            said.iter().any(|w| {
+                                FIRST_PERSON.contains(&w.as_str())
+                                    || matches!(w.as_str(), "my" | "mine" | "our")
+                            })
+                        }),
+                    // A user's fact of their own (keyed to them, or without a key
+                    // naming them), not one of what they told of others ("Kazik is
+                    // my parrot").
+                    Granularity::Fact | Granularity::Profile => {
+                        let user = fragment.provenance.user.as_str().to_lowercase();
+                        match fragment.key.as_deref() {
+                            Some(key) => key
+                                .split('/')
+                                .next()
+                                .filter(|p| *p == user)
+                                .map(str::to_owned),
+                            None => said.contains(&user).then_some(user),
+                        }
+                    }
+                    _ => None,
+                };
+                whose.is_some_and(|w| w != *person)
+                    && !said.iter().any(|w| w == person || *w == possessive)
+            })
+        };
         // What the evidence corrects ("…, not Delta") is the old state too, and the
-        // correcting clause answers what the corrected one answered.
+        // correcting clause answers what the corrected one answered; not what someone
+        // else sets right of their own ("Sorry, I meant Milan, not Rome", said by another
+        // user of the crew).
         let corrected: Vec<(String, String)> = evidence
             .iter()
             .take(READ_TOP)
+            .filter(|f| !of_another(f, body(f)))
             .flat_map(|f| corrections(&f.content))
             .collect();
         for (_, b) in &corrected {
@@ -707,49 +759,6 @@ impl Answerer for EvidenceSpan {
         let value_question = asks_for_value(question);
         let date_question = asks_for_date(question);
         let person_stems: Vec<String> = names.iter().map(|n| stem(n)).collect();
-        // The person the question asks after, when it asks after them and not one of
-        // their people ("What is the job of Megan's husband?").
-        let question_words = words(question);
-        let asked_person = names
-            .iter()
-            .find(|n| {
-                let possessive = format!("{n}'s");
-                question_words.iter().any(|w| w == *n || *w == possessive)
-            })
-            .filter(|n| subject_of(question, n) == Subject::Speaker);
-        // A clause about someone else does not answer after the person asked: another
-        // speaker's own words ("alice: I moved to Porto" for "where does Bob live?"),
-        // another user's fact of their own ("bob live in Madrid" for "where does Alice
-        // live?"), unless it names the person asked ("I went camping with Caroline").
-        let of_another = |fragment: &Fragment, clause: &str| {
-            asked_person.is_some_and(|person| {
-                let said = words(clause);
-                let possessive = format!("{person}'s");
-                let whose = match fragment.granularity {
-                    Granularity::RawTurn => fragment
-                        .content
-                        .split_once(": ")
-                        .map(|(speaker, _)| speaker.to_lowercase())
-                        .filter(|_| {
-                            said.iter().any(|w| {
-                                FIRST_PERSON.contains(&w.as_str())
-                                    || matches!(w.as_str(), "my" | "mine" | "our")
-                            })
-                        }),
-                    // A user's fact of their own (keyed to them), not one of what
-                    // they told of others ("Kazik is my parrot").
-                    Granularity::Fact | Granularity::Profile => fragment
-                        .key
-                        .as_deref()
-                        .and_then(|k| k.split('/').next())
-                        .filter(|p| p.eq_ignore_ascii_case(fragment.provenance.user.as_str()))
-                        .map(str::to_owned),
-                    _ => None,
-                };
-                whose.is_some_and(|w| w != *person)
-                    && !said.iter().any(|w| w == person || *w == possessive)
-            })
-        };
         let unnamed = Asked {
             topic: asked
                 .topic

@@ -3602,6 +3602,17 @@ fn i_in_a_question_is_the_user_served() {
     );
     let (answer, _) = world.ask(dana, helper, "Where do I live?", View::Current);
     assert!(answer.contains("Oslo"), "{answer}");
+    // What erin sets right of her own leaves dana's answer as it is.
+    world.say(
+        erin,
+        helper,
+        "D2:2",
+        "Erin",
+        "Sorry, I meant Porto, not Oslo.",
+        "2024-02-02",
+    );
+    let (answer, _) = world.ask(dana, helper, "Where do I live?", View::Current);
+    assert!(answer.contains("Oslo"), "{answer}");
 }
 
 /// dana and erin both served by `helper`, which is in a crew: what it remembers for
