@@ -981,6 +981,13 @@ static AGO: LazyLock<Regex> = LazyLock::new(|| {
         count_pattern()
     ))
 });
+/// "two months ago", "a year ago", "three years ago".
+static MONTHS_AGO: LazyLock<Regex> = LazyLock::new(|| {
+    constant_regex(&format!(
+        r"(?i)\b({})\s+(months?|years?)\s+ago\b",
+        count_pattern()
+    ))
+});
 /// A date as a text writes it: "7 May 2023", "June 6", "the week before 9 June 2023",
 /// "two weekends before 17 July 2023", "May 2023". Month and day names are capitalised
 /// ("it may rain" names no date).
@@ -1035,7 +1042,8 @@ fn ahead(lower: &str, said: Timestamp) -> Option<Timestamp> {
 /// The moment a sentence said at `said` looks back to, when it names one: "I moved to
 /// Hamburg last month" holds from the first day of last month, "last year" from the
 /// first of last year, "yesterday" from the day before, "two weeks ago" from fourteen
-/// days before, "last Friday" from the Friday before.
+/// days before, "two years ago" from the first of that month, "last Friday" from the
+/// Friday before.
 fn behind(sentence: &str, said: Timestamp) -> Option<Timestamp> {
     const DAY: i64 = 86_400_000;
     let days = |n: i64| Some(said.plus_millis(-n * DAY));
@@ -1057,6 +1065,16 @@ fn behind(sentence: &str, said: Timestamp) -> Option<Timestamp> {
         } else {
             7 * n
         });
+    }
+    // "Two years ago I moved to Oslo": the first of that month.
+    if let Some(c) = MONTHS_AGO.captures(sentence) {
+        let n = number(&c[1])?;
+        let months = if c[2].to_lowercase().starts_with("year") {
+            12 * n
+        } else {
+            n
+        };
+        return first_of_month(said, -months);
     }
     if let Some(day) = LAST_WEEKDAY
         .captures(sentence)
@@ -1687,6 +1705,11 @@ mod tests {
                 at("2022-04-04T10:00:00Z"),
             ),
             ("I sold the car last Sat.", at("2022-04-02T10:00:00Z")),
+            ("Two years ago I moved to Oslo.", at("2020-04-01T00:00:00Z")),
+            (
+                "I quit smoking three months ago.",
+                at("2022-01-01T00:00:00Z"),
+            ),
             // Neither a day before this one nor any looking back.
             ("The last Friday of the month is payday.", None),
             ("I live in Leeds.", None),
