@@ -1022,7 +1022,36 @@ pub fn says_the_old_state_ended(text: &str) -> bool {
     ["no longer", "not anymore", "from now on"]
         .iter()
         .any(|p| lower.contains(p))
+        || not_anymore(&words(&lower))
         || is_correction(&lower)
+}
+
+/// Whether words deny a state "anymore" or "any longer": "I don't live in Rome anymore",
+/// "she isn't my boss any longer".
+fn not_anymore(ws: &[String]) -> bool {
+    let denied = |end: usize| {
+        ws[..end].iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "not"
+                    | "don't"
+                    | "doesn't"
+                    | "didn't"
+                    | "isn't"
+                    | "aren't"
+                    | "wasn't"
+                    | "can't"
+                    | "won't"
+                    | "never"
+                    | "no"
+            )
+        })
+    };
+    (0..ws.len()).any(|i| {
+        (ws[i] == "anymore"
+            || (ws[i] == "any" && ws.get(i + 1).is_some_and(|n| n == "more" || n == "longer")))
+            && denied(i)
+    })
 }
 
 /// Words and phrases that say something held has ended, whether or not anything
@@ -1068,24 +1097,25 @@ const END_CUES: &[&str] = &[
 pub fn announces_end(text: &str) -> bool {
     let lower = cue_text(text);
     let plain = words(&lower);
-    END_CUES.iter().any(|cue| {
-        if cue.ends_with(" miss") {
-            // "I don't miss Charlotte" ends it; "I don't miss a single match" does not.
-            lower.match_indices(cue).any(|(at, _)| {
-                !lower[at + cue.len()..]
-                    .split_whitespace()
-                    .next()
-                    .is_some_and(|w| matches!(w, "a" | "an" | "any" | "one" | "many" | "much"))
-            })
-        } else if cue.contains(' ') {
-            // "I can't let go of my dream" ends nothing.
-            lower
-                .match_indices(cue)
-                .any(|(at, _)| !negated(&words(&lower[..at])))
-        } else {
-            (0..plain.len()).any(|i| plain[i] == *cue && in_its_sense(&plain, i))
-        }
-    })
+    not_anymore(&plain)
+        || END_CUES.iter().any(|cue| {
+            if cue.ends_with(" miss") {
+                // "I don't miss Charlotte" ends it; "I don't miss a single match" does not.
+                lower.match_indices(cue).any(|(at, _)| {
+                    !lower[at + cue.len()..]
+                        .split_whitespace()
+                        .next()
+                        .is_some_and(|w| matches!(w, "a" | "an" | "any" | "one" | "many" | "much"))
+                })
+            } else if cue.contains(' ') {
+                // "I can't let go of my dream" ends nothing.
+                lower
+                    .match_indices(cue)
+                    .any(|(at, _)| !negated(&words(&lower[..at])))
+            } else {
+                (0..plain.len()).any(|i| plain[i] == *cue && in_its_sense(&plain, i))
+            }
+        })
 }
 
 /// A text lowercased for reading cues, its curly apostrophes straightened ("don’t") and

@@ -549,6 +549,28 @@ fn a_turn_whose_facts_were_all_replaced_ranks_lower_now() {
     assert!(all[0].contains("Lisbon"), "{all:?}");
 }
 
+/// "I don't live in Rome anymore" ends the home in Rome.
+#[test]
+fn a_state_denied_anymore_has_ended() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "I live in Rome.", "2024-01-01"),
+            ("D1:2", "I don't live in Rome anymore.", "2024-03-01"),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "Dana live in Rome"));
+    let caller = world.caller(dana, helper).unwrap();
+    let versions = world.pipeline.history(&caller, "dana/home").unwrap();
+    assert_eq!(
+        versions[0].validity.until(),
+        Some(Timestamp::parse("2024-03-01").unwrap()),
+        "{versions:?}"
+    );
+}
+
 /// What is only supposed changes nothing held.
 #[test]
 fn a_supposition_changes_nothing() {
