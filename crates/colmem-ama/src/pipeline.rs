@@ -712,23 +712,9 @@ impl Pipeline {
                 let held: Vec<&Fragment> = held.iter().collect();
                 let conflicts = self.roles.judge.conflicts(p.memory, &turn.text, &held)?;
                 let conflicts = self.roles.refresher.resolve(p.memory, &conflicts)?;
-                // A state told late: the turn was said before a version it conflicts
-                // with was said and began, and what it states begins before that too
-                // ("I live in Oslo", said in January, remembered after "I live in
-                // Rome", said in March). That version follows it rather than being
-                // replaced by it: the earliest such one closes it.
-                let mut later = Vec::new();
-                if let Some(t) = turn.time {
-                    let starts = p.memory.time.unwrap_or(t);
-                    for f in held.iter().filter(|f| conflicts.contains(&f.id)) {
-                        if t < f.validity.from()
-                            && starts < f.validity.from()
-                            && self.said_after(caller, f, t)?
-                        {
-                            later.push(*f);
-                        }
-                    }
-                }
+                // Versions told after this one follow it rather than being replaced by
+                // it: the earliest such one closes it.
+                let later = self.told_after(caller, turn, p.memory, &held, &conflicts)?;
                 let follower = later.iter().min_by_key(|f| f.validity.from()).copied();
                 // A retry replaces nothing the failed call had not.
                 let conflicts: Vec<FragmentId> = conflicts
@@ -771,37 +757,15 @@ impl Pipeline {
                 }
             }
         }
-        // The profile entries drawn from a fact told late are as late: what follows the
-        // fact follows them. They are written and closed before the keyed write, which
-        // marks the call finished.
         if !told_late.is_empty() {
-            let mut versions = Vec::with_capacity(told_late.len());
-            for (version, follower) in &told_late {
-                versions.extend(self.stored(*version)?.map(|v| (v, *follower)));
-            }
-            let mut rest = Vec::with_capacity(plain.len());
-            for draft in plain {
-                let follower = versions
-                    .iter()
-                    .find(|(v, _)| {
-                        draft.granularity == Granularity::Profile
-                            && drawn_from(&draft.content, &draft.source.turns, v)
-                    })
-                    .map(|(_, follower)| *follower);
-                let Some(follower) = follower else {
-                    rest.push(draft);
-                    continue;
-                };
-                match self.write_told_late(caller, draft, narrow, key.is_some())? {
-                    Some(id) => {
-                        if self.close_before(caller, id, follower)? {
-                            told_late.push((id, follower));
-                        }
-                    }
-                    None => outcome.withheld += 1,
-                }
-            }
-            plain = rest;
+            plain = self.write_entries_told_late(
+                caller,
+                plain,
+                &mut told_late,
+                narrow,
+                key.is_some(),
+                &mut outcome.withheld,
+            )?;
         }
         let (written, withheld) = self.write_constructed(caller, plain, narrow, key)?;
         outcome.written.extend(written);
@@ -1528,6 +1492,75 @@ impl Pipeline {
             }
         }
         Ok(out)
+    }
+
+    /// The held versions in conflict with `memory` that were told after it: its turn
+    /// was said before each was said and began, and what it states begins before that
+    /// too ("I live in Oslo", said in January, remembered after "I live in Rome", said
+    /// in March).
+    fn told_after<'a>(
+        &self,
+        caller: &Caller<'_>,
+        turn: &TurnInput,
+        memory: &Memory,
+        held: &[&'a Fragment],
+        conflicts: &[FragmentId],
+    ) -> Result<Vec<&'a Fragment>> {
+        let mut later = Vec::new();
+        let Some(t) = turn.time else {
+            return Ok(later);
+        };
+        let starts = memory.time.unwrap_or(t);
+        for f in held.iter().filter(|f| conflicts.contains(&f.id)) {
+            if t < f.validity.from()
+                && starts < f.validity.from()
+                && self.said_after(caller, f, t)?
+            {
+                later.push(*f);
+            }
+        }
+        Ok(later)
+    }
+
+    /// Writes the profile entries among `plain` drawn from a fact told late, and closes
+    /// each where what follows that fact begins (it follows them too), before the keyed
+    /// write that marks the call finished; returns the other drafts.
+    fn write_entries_told_late(
+        &self,
+        caller: &Caller<'_>,
+        plain: Vec<Draft>,
+        told_late: &mut Vec<(FragmentId, FragmentId)>,
+        narrow: Option<Scope>,
+        retry: bool,
+        withheld: &mut usize,
+    ) -> Result<Vec<Draft>> {
+        let mut versions = Vec::with_capacity(told_late.len());
+        for (version, follower) in told_late.iter() {
+            versions.extend(self.stored(*version)?.map(|v| (v, *follower)));
+        }
+        let mut rest = Vec::with_capacity(plain.len());
+        for draft in plain {
+            let follower = versions
+                .iter()
+                .find(|(v, _)| {
+                    draft.granularity == Granularity::Profile
+                        && drawn_from(&draft.content, &draft.source.turns, v)
+                })
+                .map(|(_, follower)| *follower);
+            let Some(follower) = follower else {
+                rest.push(draft);
+                continue;
+            };
+            match self.write_told_late(caller, draft, narrow, retry)? {
+                Some(id) => {
+                    if self.close_before(caller, id, follower)? {
+                        told_late.push((id, follower));
+                    }
+                }
+                None => *withheld += 1,
+            }
+        }
+        Ok(rest)
     }
 
     /// Whether the turns `fact` was drawn from were said after `t` ("next month I start
