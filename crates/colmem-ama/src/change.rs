@@ -589,6 +589,32 @@ pub fn attributes(text: &str) -> Vec<&'static str> {
     attributes_of(&attribute_words(text))
 }
 
+/// What one joins for a pastime, not for a living: "joined a travel club".
+const PASTIME_GROUPS: &[&str] = &[
+    "club",
+    "clubs",
+    "group",
+    "groups",
+    "forum",
+    "forums",
+    "class",
+    "classes",
+    "course",
+    "courses",
+    "church",
+    "gym",
+    "league",
+    "choir",
+    "community",
+    "society",
+    "association",
+    "program",
+    "programme",
+    "workshop",
+    "meetup",
+    "book-club",
+];
+
 /// Words after "street" that make it a kind of thing: "street food", "street art".
 const STREET_THINGS: &[&str] = &[
     "food",
@@ -680,6 +706,18 @@ fn attribute_words(text: &str) -> Vec<String> {
                     ) =>
                 {
                     "job"
+                }
+                // "It fired me up", "I'm fired up" tell of zeal, not of a job lost.
+                "fired" if (1..=2).any(|k| at(i + k) == Some("up")) => "fired up",
+                // Joining a club, a class or a church is a pastime, not a job ("joined
+                // a service-focused online group"; "joined Globex", "joined the team").
+                "joined" | "joining" | "join" | "joins"
+                    if ws[i + 1..]
+                        .iter()
+                        .take(6)
+                        .any(|w| PASTIME_GROUPS.contains(&w.as_str())) =>
+                {
+                    "joined a group"
                 }
                 // A flat white is a coffee, not a home.
                 "flat" if at(i + 1) == Some("white") => "coffee",
@@ -948,9 +986,13 @@ pub fn sets_present_against_past(text: &str) -> bool {
     let at = |i: usize| ws.get(i).map(String::as_str);
     (0..ws.len()).any(|i| match ws[i].as_str() {
         // "Seven years now" counts how long something has held, not that it changed.
-        "now" => !i
-            .checked_sub(1)
-            .is_some_and(|j| DURATIONS.contains(&ws[j].as_str())),
+        // "Now that I'm a manager …" gives the circumstance of what is said.
+        "now" => {
+            at(i + 1) != Some("that")
+                && !i
+                    .checked_sub(1)
+                    .is_some_and(|j| DURATIONS.contains(&ws[j].as_str()))
+        }
         "days" => i > 0 && at(i - 1) == Some("these"),
         // "I used to eat meat", not "I got used to it" or "I'm used to the commute".
         "used" => {
@@ -1240,6 +1282,46 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
                     .is_some_and(|n| GENERAL_ING.contains(&n.as_str())))
         }
         "ended" => next != Some("up"),
+        // "It's got the grip", "he has got a tournament": had, not come by.
+        "got" => !matches!(
+            before(1),
+            Some("has" | "have" | "had" | "it's" | "he's" | "she's" | "i've" | "we've" | "they've")
+        ),
+        // "Getting lost in another world" loses nothing.
+        "lost" => !matches!(before(1), Some("get" | "gets" | "getting" | "got")),
+        // "I'm into K-pop now", "got into climbing"; not "walking into a movie".
+        "into" => matches!(
+            before(1),
+            Some(
+                "i'm"
+                    | "am"
+                    | "is"
+                    | "are"
+                    | "we're"
+                    | "he's"
+                    | "she's"
+                    | "was"
+                    | "were"
+                    | "been"
+                    | "be"
+                    | "get"
+                    | "got"
+                    | "gotten"
+                    | "getting"
+                    | "really"
+                    | "so"
+                    | "totally"
+                    | "mostly"
+                    | "more"
+                    | "big"
+                    | "very"
+            )
+        ),
+        // "These days"; not "made these cupcakes".
+        "these" => matches!(next, Some("days" | "weeks" | "months")),
+        // "Now that you mention it", "now that I'm a manager": the circumstance of what
+        // is said, not the news.
+        "now" => next != Some("that"),
         // "Left Kazik with the neighbour" for the weekend entrusts him, ends nothing.
         "left" => !ws[i + 1..]
             .iter()
@@ -1432,6 +1514,8 @@ pub fn starts_a_state(text: &str) -> bool {
 /// Whether a statement corrects an earlier one.
 pub fn is_correction(text: &str) -> bool {
     let lower = strip_quoted(&text.to_lowercase());
+    // "Like I said", "as I told you" say the same again; they set nothing right.
+    let lower = SAID_AGAIN.replace_all(&lower, "");
     let ws = lexicon_words(&lower);
     CORRECTION_CUES.iter().any(|cue| {
         if cue.contains(' ') {
@@ -1445,6 +1529,9 @@ pub fn is_correction(text: &str) -> bool {
         !ADDING.contains(&after_not)
     }) || OPENING_ACTUALLY.is_match(&lower)
 }
+
+static SAID_AGAIN: LazyLock<Regex> =
+    LazyLock::new(|| constant_regex(r"\b(?:like|as)\s+i\s+(?:said|told\s+you|mentioned)\b"));
 
 static OPENING_ACTUALLY: LazyLock<Regex> = LazyLock::new(|| {
     // "Actually, I live in Lyon", "oh wait, actually it's Tuesday": "actually" opening
@@ -2392,6 +2479,48 @@ mod tests {
         ));
         assert!(!is_correction("Not only pottery but painting too."));
         assert!(is_correction("Not Lille but Lyon."));
+        // Said again, not set right.
+        assert!(!is_correction(
+            "Joined a travel club and, like I said, studying."
+        ));
+        assert!(!is_correction("As I told you, the gym is on Mondays."));
+        assert!(is_correction("I said Lille, but it's Lyon."));
+    }
+
+    #[test]
+    fn a_weak_cue_in_another_sense_announces_nothing() {
+        for quiet in [
+            "It's got the right amount of grip.",
+            "He has got a tournament in May.",
+            "I love getting lost in another world.",
+            "It was like walking into a movie!",
+            "I even made these cupcakes with raspberry frosting.",
+            "Now that you mention it, I could use a holiday.",
+        ] {
+            assert!(!announces_change(quiet), "{quiet}");
+        }
+        for news in [
+            "I got a Pixel.",
+            "I lost my job at Door Dash.",
+            "I'm really into K-pop.",
+            "These days I cycle to work.",
+            "Ramen is my thing now.",
+        ] {
+            assert!(announces_change(news), "{news}");
+        }
+        assert!(!sets_present_against_past(
+            "The hard work paid off now that I'm a manager."
+        ));
+        assert!(sets_present_against_past("I'm a manager now."));
+    }
+
+    #[test]
+    fn joining_a_group_and_being_fired_up_are_no_job() {
+        assert!(!key_attributes("I joined a service-focused online group.").contains(&"work"));
+        assert!(!key_attributes("Joining a church can be encouraging.").contains(&"work"));
+        assert!(!key_attributes("It really fired me up.").contains(&"work"));
+        assert!(key_attributes("I joined Globex in May.").contains(&"work"));
+        assert!(key_attributes("I got fired last week.").contains(&"work"));
     }
 
     #[test]

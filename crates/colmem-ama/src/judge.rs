@@ -494,7 +494,14 @@ fn told(said: &str, speaker: Option<&str>) -> String {
 /// "she", "they") and names the speaker nowhere.
 fn of_someone_else(sentence: &str) -> bool {
     let ws = words(sentence);
-    ws.first().is_some_and(|w| {
+    // "It looks like they have more room now" opens with them too.
+    let at = |i: usize| ws.get(i).map(String::as_str);
+    let opener = match (at(0), at(1), at(2)) {
+        (Some("it"), Some("looks" | "seems"), Some("like")) => 3,
+        (Some("looks" | "seems"), Some("like"), _) => 2,
+        _ => 0,
+    };
+    ws.get(opener).is_some_and(|w| {
         matches!(
             w.as_str(),
             "he" | "she" | "they" | "he's" | "she's" | "they're"

@@ -595,6 +595,56 @@ fn a_supposition_changes_nothing() {
     assert!(world.recalls_current_fact(dana, helper, "Berlin"));
 }
 
+/// Chat is full of words that sound like news and are not: "now that I'm a manager",
+/// "walking into a film", "getting lost in a book", "joined a group", "it looks like
+/// they have more room now". None of them ends what Dana told before.
+#[test]
+fn what_only_sounds_like_news_ends_nothing() {
+    let cases = [
+        (
+            "I got promoted at work!",
+            "All the hard work paid off now that I'm an assistant manager.",
+            "promoted",
+        ),
+        (
+            "I'm still looking into counselling jobs.",
+            "I just joined a new LGBTQ activist group.",
+            "counselling",
+        ),
+        (
+            "Harry Potter is my favourite book.",
+            "Visiting the studio in London was like walking into a Harry Potter film!",
+            "Harry Potter is",
+        ),
+        (
+            "Harry Potter is my favourite book.",
+            "What I love about books like The Hobbit is getting lost in another world.",
+            "Harry Potter is",
+        ),
+        (
+            "Hiking is my favourite sport.",
+            "It looks like they have so much more room to swim now!",
+            "Hiking",
+        ),
+    ];
+    let mut ended = Vec::new();
+    for (held, said, needle) in cases {
+        let (world, dana, helper) = one_pair();
+        world.dana_says(
+            dana,
+            helper,
+            &[("D1:1", held, "2024-03-02"), ("D1:2", said, "2024-03-09")],
+        );
+        if !world.recalls_current_fact(dana, helper, needle) {
+            ended.push((held, said));
+        }
+    }
+    assert!(
+        ended.is_empty(),
+        "ended by what only sounds like news: {ended:#?}"
+    );
+}
+
 /// "Sorry, I meant Milan, not Rome" names no attribute, but sets right where Dana
 /// lives: it is the current version under the key of what it corrects.
 #[test]
