@@ -1444,6 +1444,29 @@ pub fn may_be(text: &str) -> bool {
     let ws = words(&cue_text(text));
     ws.iter().any(|w| MAY_BE.contains(&w.as_str()))
         || (ws.len() > 1 && ws[0] == "one" && ws[1] == "day")
+        || undecided(&ws)
+}
+
+/// Whether words weigh a step not taken: "thinking of joining a new team", "I'm
+/// considering moving", "haven't decided yet".
+fn undecided(ws: &[String]) -> bool {
+    (0..ws.len()).any(|i| {
+        let at = |k: usize| ws.get(k).map(String::as_str);
+        match ws[i].as_str() {
+            "thinking" | "considering" | "debating" => {
+                let verb = if matches!(at(i + 1), Some("of" | "about")) {
+                    at(i + 2)
+                } else {
+                    at(i + 1)
+                };
+                verb.is_some_and(|v| v.len() > 4 && v.ends_with("ing"))
+            }
+            "decided" | "decide" => {
+                i > 0 && matches!(at(i - 1), Some("haven't" | "hasn't" | "not" | "undecided"))
+            }
+            _ => false,
+        }
+    })
 }
 
 /// Whether `text` tells of what may or would be ([`may_be`], or "would" and "I'd" before
@@ -2334,6 +2357,11 @@ mod tests {
         assert!(!irrealis("I'd had enough, so I quit."));
         // A change is blocked only by what may be, not by what would be.
         assert!(may_be("Maybe one day I switch to Android."));
+        assert!(may_be("I'm thinking of joining a new gaming team."));
+        assert!(may_be("Considering moving to Leeds."));
+        assert!(may_be("I've had offers, but I haven't decided yet."));
+        assert!(!may_be("I thought about it and decided to move."));
+        assert!(!may_be("I've been thinking about it: I moved to Leeds."));
         assert!(!may_be("A bookshop would be lovely."));
     }
 

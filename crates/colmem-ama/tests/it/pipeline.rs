@@ -597,7 +597,7 @@ fn a_supposition_changes_nothing() {
 
 /// Chat is full of words that sound like news and are not: "now that I'm a manager",
 /// "walking into a film", "getting lost in a book", "joined a group", "it looks like
-/// they have more room now". None of them ends what Dana told before.
+/// they have more room now", a step only thought of. None of them ends what Dana told before.
 #[test]
 fn what_only_sounds_like_news_ends_nothing() {
     let cases = [
@@ -620,6 +620,11 @@ fn what_only_sounds_like_news_ends_nothing() {
             "Harry Potter is my favourite book.",
             "What I love about books like The Hobbit is getting lost in another world.",
             "Harry Potter is",
+        ),
+        (
+            "I work at Globex as a designer.",
+            "I'm thinking of joining a new team at Initech, but I haven't decided yet.",
+            "Globex",
         ),
         (
             "Hiking is my favourite sport.",
