@@ -352,6 +352,15 @@ pub fn lexical(factory: &dyn Fn() -> Box<dyn LexicalIndex>) -> Result<(), Failur
         "'picture', 'favourite' and 'business' match 'pic', 'fave' and 'biz' (short forms in full)"
             .into()
     })?;
+    io("insert", index.insert(8, "They're tough kids, like my dad"))?;
+    io("commit", index.commit())?;
+    let found = io(
+        "search",
+        index.search("her children and father", 10, &Admit::All),
+    )?;
+    ensure(lexical_ids(&found) == vec![8], || {
+        "'children' and 'father' match 'kids' and 'dad' (irregular plurals and short forms)".into()
+    })?;
     let found = io("search", index.search("the of and", 10, &Admit::All))?;
     ensure(found.is_empty(), || {
         "a query of stop words matches nothing".into()

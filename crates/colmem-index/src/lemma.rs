@@ -17,10 +17,36 @@ pub fn base_form(word: &str) -> Option<&'static str> {
 /// The word both lexical backends index `word` (lowercase) as, before any stemming:
 /// its full form ([`full_form`]), an irregular verb's base form ([`base_form`]); `None`
 /// when it is indexed as it is.
-#[cfg_attr(not(feature = "tantivy"), allow(dead_code))]
 pub fn normal_form(word: &str) -> Option<&'static str> {
-    full_form(word).or_else(|| base_form(word))
+    match full_form(word) {
+        Some(full) => Some(singular(full).unwrap_or(full)),
+        None => singular(word).or_else(|| base_form(word)),
+    }
 }
+
+/// The singular of an irregular plural: "children" is "child", "women" "woman". A
+/// question about someone's children finds "my child" (and, through [`full_form`],
+/// "the kids").
+pub fn singular(word: &str) -> Option<&'static str> {
+    IRREGULAR_PLURALS
+        .binary_search_by(|(form, _)| (*form).cmp(word))
+        .ok()
+        .map(|i| IRREGULAR_PLURALS[i].1)
+}
+
+/// (plural, singular), sorted by plural. Forms that are as often another word are left
+/// out ("lives" of "she lives", "leaves").
+const IRREGULAR_PLURALS: &[(&str, &str)] = &[
+    ("children", "child"),
+    ("feet", "foot"),
+    ("geese", "goose"),
+    ("grandchildren", "grandchild"),
+    ("men", "man"),
+    ("mice", "mouse"),
+    ("teeth", "tooth"),
+    ("wives", "wife"),
+    ("women", "woman"),
+];
 
 /// The word `word` (lowercase) is chat's short form or British spelling of: "biz" is
 /// "business", "fave" "favorite", "pic" "picture". A question asked in full ("what is
@@ -41,6 +67,9 @@ const SHORT_FORMS: &[(&str, &str)] = &[
     ("colours", "colors"),
     ("convo", "conversation"),
     ("convos", "conversations"),
+    ("dad", "father"),
+    ("daddy", "father"),
+    ("dads", "fathers"),
     ("fam", "family"),
     ("fav", "favorite"),
     ("fave", "favorite"),
@@ -51,8 +80,11 @@ const SHORT_FORMS: &[(&str, &str)] = &[
     ("grandpa", "grandfather"),
     ("hubby", "husband"),
     ("info", "information"),
+    ("kid", "child"),
+    ("kids", "children"),
     ("mins", "minutes"),
     ("mom", "mother"),
+    ("mommy", "mother"),
     ("moms", "mothers"),
     ("pic", "picture"),
     ("pics", "pictures"),
@@ -190,6 +222,17 @@ mod tests {
     }
 
     #[test]
+    fn the_plurals_are_sorted_and_a_short_form_is_taken_to_its_singular() {
+        assert!(IRREGULAR_PLURALS.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(normal_form("children"), Some("child"));
+        assert_eq!(normal_form("kids"), Some("child"));
+        assert_eq!(normal_form("kid"), Some("child"));
+        assert_eq!(normal_form("dads"), Some("fathers"));
+        assert_eq!(normal_form("bought"), Some("buy"));
+        assert_eq!(normal_form("child"), None);
+    }
+
+    #[test]
     fn the_short_forms_are_sorted_and_map_to_full_words() {
         assert!(SHORT_FORMS.windows(2).all(|w| w[0].0 < w[1].0), "unsorted");
         assert_eq!(full_form("biz"), Some("business"));
@@ -200,7 +243,7 @@ mod tests {
         for (form, full) in SHORT_FORMS {
             assert_eq!(base_form(form), None, "{form}");
             assert_eq!(full_form(full), None, "{full}");
-            assert_eq!(normal_form(form), Some(*full));
+            assert_eq!(normal_form(form), Some(singular(full).unwrap_or(full)));
         }
     }
 }

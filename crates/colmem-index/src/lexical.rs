@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::admit::Admit;
 use crate::error::{Error, Result};
-use crate::lemma::{base_form, full_form};
+use crate::lemma::normal_form;
 use crate::vector::{TopK, VectorHit};
 
 /// One lexical match: a fragment and its BM25 score.
@@ -76,15 +76,15 @@ const STOP_WORDS: &[&str] = &[
 
 /// A light English analyzer: split on non-alphanumerics, lowercase, drop stop
 /// words, write chat's short forms in full ("biz" → "business"), take
-/// irregular verbs to their base form ("bought" → "buy") and strip
+/// irregular verbs and plurals to their base form ("bought" → "buy", "kids" →
+/// "child") and strip
 /// common inflections (`-ing`, `-ed`, `-es`, `-s`).
 pub fn analyze(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty() && w.len() <= 40)
         .map(str::to_lowercase)
         .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-        .map(|w| full_form(&w).map_or(w, str::to_owned))
-        .map(|w| base_form(&w).map_or_else(|| stem(&w), str::to_owned))
+        .map(|w| normal_form(&w).map_or_else(|| stem(&w), str::to_owned))
         .collect()
 }
 

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 
 /// The snapshot format; bump it when the layout or the lexical analyzer changes (old
 /// snapshots are rebuilt).
-pub(crate) const FORMAT: u32 = 6;
+pub(crate) const FORMAT: u32 = 7;
 const MANIFEST: &str = "manifest.json";
 pub(crate) const CURRENT: &str = "current";
 const NEXT: &str = "next";
