@@ -364,7 +364,7 @@ fn old_values(evidence: &[&Fragment], replaced: &[&Fragment]) -> Vec<String> {
         // arrived and the F-150 sold", which keeps the Rivian, not the F-150.
         // It must set two of them apart: "Finally sold it. The F-150 served me well"
         // names one, and tells of its end.
-        let progress = successor.filter(|s| {
+        let progress = successor.is_some_and(|s| {
             let before: Vec<String> = replaced
                 .iter()
                 .filter(|f| f.superseded_by == r.superseded_by)
@@ -373,11 +373,17 @@ fn old_values(evidence: &[&Fragment], replaced: &[&Fragment]) -> Vec<String> {
             let now = named(s, &names);
             now.len() >= 2 && now.iter().all(|v| within_old(v, &before))
         });
+        // Nor is a value the successor tells of coming back ("got my iPhone back",
+        // "moved back to Paris"): it is current again.
+        let back = |clause: &str| words(clause).iter().any(|w| w == "back");
         for value in named(&r.content, &names) {
-            let kept = progress.is_some_and(|s| {
-                clauses(s)
-                    .iter()
-                    .any(|(c, _)| touches(c, &value) && !looks_past(c) && !announces_end(c))
+            let kept = successor.is_some_and(|s| {
+                clauses(s).iter().any(|(c, _)| {
+                    touches(c, &value)
+                        && !looks_past(c)
+                        && !announces_end(c)
+                        && (progress || back(c))
+                })
             });
             if !kept {
                 old.push(value);
@@ -1223,6 +1229,26 @@ mod tests {
             .unwrap();
         assert_eq!(answer.text, "");
         assert!(answer.evidence.is_empty());
+    }
+
+    #[test]
+    fn a_value_that_comes_back_is_current_again() {
+        let mut held = fact_told(1, "Dana's phone is an iPhone 13 mini.", "2023-06-01");
+        held.superseded_by = Some(FragmentId(2));
+        let back = fact_told(
+            2,
+            "Got Dana's iPhone 13 mini back with a new screen, and the Motorola is back in Dana's brother's drawer.",
+            "2023-06-26",
+        );
+        assert!(old_values(&[&back], &[&held]).is_empty());
+        // Without "back", the successor's other value took its place.
+        let other = fact_told(
+            2,
+            "Got a new screen for the Motorola, and the iPhone 13 mini is in the drawer.",
+            "2023-06-26",
+        );
+        let old = old_values(&[&other], &[&held]);
+        assert!(old.iter().any(|v| v.starts_with("iphone")), "{old:?}");
     }
 
     #[test]

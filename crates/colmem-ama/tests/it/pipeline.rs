@@ -595,6 +595,38 @@ fn a_supposition_changes_nothing() {
     assert!(world.recalls_current_fact(dana, helper, "Berlin"));
 }
 
+/// A phone named by its maker ("a Nokia 3310", "a Moto G7") is a phone: buying
+/// another replaces it, and a read of the time between finds it.
+#[test]
+fn a_phone_named_by_its_maker_is_replaced_by_the_next() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "I still use a Nokia 3310 and I'm proud of it.",
+                "2018-06-10",
+            ),
+            (
+                "D2:1",
+                "Work made me get a smartphone, so I caved and bought a Moto G7.",
+                "2019-02-02",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "Nokia"));
+    assert!(world.recalls_current_fact(dana, helper, "Moto G7"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "Nokia",
+        View::WorldAsOf(Timestamp::parse("2018-07-01").unwrap()),
+    );
+    assert!(then.iter().any(|f| f.content.contains("Nokia")));
+}
+
 /// Chat is full of words that sound like news and are not: "now that I'm a manager",
 /// "walking into a film", "getting lost in a book", "joined a group", "it looks like
 /// they have more room now", a step only thought of. None of them ends what Dana told before.
