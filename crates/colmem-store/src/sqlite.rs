@@ -522,6 +522,7 @@ impl SqliteStore {
                         agent,
                         old,
                         successor,
+                        deferred: false,
                     },
                 )?;
             }
@@ -1325,6 +1326,7 @@ impl FragmentStore for SqliteStore {
                     agent: request.agent,
                     old: request.old,
                     successor: new_id,
+                    deferred: request.deferred,
                 },
             )?;
             Ok(new_id)
@@ -1674,13 +1676,19 @@ fn supersede_by_tx(tx: &Transaction<'_>, now: Timestamp, request: &SupersedeBy) 
     let closed = old_validity
         .closed_at(Timestamp::from_millis(successor_from))
         .unwrap_or(old_validity);
+    // A change told ahead takes effect when its successor begins.
+    let superseded_at = if request.deferred {
+        now.max(Timestamp::from_millis(successor_from))
+    } else {
+        now
+    };
     tx.prepare_cached(
         "UPDATE fragments SET valid_until = ?1, superseded_at = ?2, superseded_by = ?3 \
          WHERE id = ?4",
     )?
     .execute(params![
         closed.until().map(ts),
-        ts(now),
+        ts(superseded_at),
         id_param(request.successor)?,
         id_param(request.old)?
     ])?;
