@@ -597,6 +597,14 @@ pub fn attributes(text: &str) -> Vec<&'static str> {
     attributes_of(&attribute_words(text))
 }
 
+/// Whether the "join" at `i` joins a group for a pastime ([`PASTIME_GROUPS`]): named
+/// after it ("joined a travel club"), or before it when it ends the sentence ("my
+/// hiking club friends came, though I just joined").
+fn joins_a_group(ws: &[String], i: usize) -> bool {
+    let group = |w: &String| PASTIME_GROUPS.contains(&w.as_str());
+    ws[i + 1..].iter().take(6).any(group) || (i + 1 == ws.len() && ws[..i].iter().any(group))
+}
+
 /// What one joins for a pastime, not for a living: "joined a travel club".
 const PASTIME_GROUPS: &[&str] = &[
     "club",
@@ -719,12 +727,7 @@ fn attribute_words(text: &str) -> Vec<String> {
                 "fired" if (1..=2).any(|k| at(i + k) == Some("up")) => "fired up",
                 // Joining a club, a class or a church is a pastime, not a job ("joined
                 // a service-focused online group"; "joined Globex", "joined the team").
-                "joined" | "joining" | "join" | "joins"
-                    if ws[i + 1..]
-                        .iter()
-                        .take(6)
-                        .any(|w| PASTIME_GROUPS.contains(&w.as_str())) =>
-                {
+                "joined" | "joining" | "join" | "joins" if joins_a_group(&ws, i) => {
                     "joined a group"
                 }
                 // A flat white is a coffee, not a home.
@@ -1290,6 +1293,8 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
                     .is_some_and(|n| GENERAL_ING.contains(&n.as_str())))
         }
         "ended" => next != Some("up"),
+        // Joining a club changes nothing held: it adds a pastime.
+        "joined" | "joining" => !joins_a_group(ws, i),
         // "It's got the grip", "he has got a tournament": had, not come by.
         "got" => !matches!(
             before(1),
@@ -2532,6 +2537,8 @@ mod tests {
             "It was like walking into a movie!",
             "I even made these cupcakes with raspberry frosting.",
             "Now that you mention it, I could use a holiday.",
+            "I joined a book club.",
+            "My hiking club friends came, though I just joined!",
         ] {
             assert!(!announces_change(quiet), "{quiet}");
         }
@@ -2555,6 +2562,9 @@ mod tests {
         assert!(!key_attributes("I joined a service-focused online group.").contains(&"work"));
         assert!(!key_attributes("Joining a church can be encouraging.").contains(&"work"));
         assert!(!key_attributes("It really fired me up.").contains(&"work"));
+        assert!(
+            !key_attributes("My hiking club friends came though I just joined!").contains(&"work")
+        );
         assert!(key_attributes("I joined Globex in May.").contains(&"work"));
         assert!(key_attributes("I got fired last week.").contains(&"work"));
     }

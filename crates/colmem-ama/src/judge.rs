@@ -284,11 +284,19 @@ impl Judge for OfflineJudge {
         let opens_with_kin = !names_kin_of.is_empty();
         // What the statement says it replaces, when "instead of" is its only cue.
         let instead_of = replaced_instead(&own);
+        // What was told of the one spoken to ("Caroline's guinea pig Oscar", held when
+        // Melanie speaks to Caroline) is theirs: what the speaker says of themselves
+        // replaces nothing of it.
+        let of_listener = |f: &Fragment| {
+            let named = |who: Option<&str>| {
+                who.is_some_and(|w| crate::values::mentions(&f.content, &w.to_lowercase()))
+            };
+            f.key.is_none() && named(new.listener.as_deref()) && !named(new.speaker.as_deref())
+        };
         let mut out = Vec::new();
-        for f in held
-            .iter()
-            .filter(|f| f.content != new.content && !(someone_elses && f.key.is_some()))
-        {
+        for f in held.iter().filter(|f| {
+            f.content != new.content && !(someone_elses && f.key.is_some()) && !of_listener(f)
+        }) {
             // "Joe read our chat: he's a dental hygienist" is about the husband a held
             // fact named Joe, though no relation word keys it to him.
             // Only of the same attribute: "Aoife is moving out" ends nothing of
@@ -342,8 +350,15 @@ impl Judge for OfflineJudge {
             // Hobbies, dishes and bands come in numbers: under their key a new one
             // joins the others unless the change is strong ("switched") or it takes
             // the old one's place ("my favourite now").
+            // Nor does a strong change that does not name them end the others: "I
+            // switched to a new climbing gym" leaves "basketball is a big part of my
+            // life". Only a correction or an end speaks for all of them.
+            let of_many = attribute.is_some_and(|a| {
+                !states_the_one_value(a, &f.content) && !states_the_one_value(a, &new.content)
+            });
+            let changed_elsewhere = strong && of_many && !names_held && !corrected && !ended;
             let joins = same_key
-                && !strong
+                && (!strong || changed_elsewhere)
                 && attribute.is_some_and(|a| !displaces(a, &new.content, &f.content));
             let stale = if old_values.is_empty() {
                 // Neither names a value: only the statement's own words that the old
@@ -362,7 +377,8 @@ impl Judge for OfflineJudge {
                     !adds(&own)
                         && (says_the_old_state_ended(&own) || (corrected && same_key && one_value))
                 } else {
-                    strong || (one_value && sets_present_against_past(&new.content))
+                    (strong && !changed_elsewhere)
+                        || (one_value && sets_present_against_past(&new.content))
                 };
                 // A dated event ("went to a convention in March 2023") stays true
                 // whatever holds now; a dated change ("got a job at a startup last

@@ -648,6 +648,45 @@ fn a_change_told_ahead_takes_effect_when_it_happens() {
     );
 }
 
+/// Two friends the memory serves talk: what Caroline told of her guinea pig is hers,
+/// and Melanie's news of her own cats replaces nothing of it.
+#[test]
+fn what_was_told_of_the_one_spoken_to_is_theirs() {
+    let (world, dana, helper) = one_pair();
+    let caller = world.caller(dana, helper).unwrap();
+    for (id, speaker, listener, text) in [
+        (
+            "D1:1",
+            "Caroline",
+            "Melanie",
+            "Yup, I do- Oscar, my guinea pig.",
+        ),
+        (
+            "D1:2",
+            "Melanie",
+            "Caroline",
+            "They're good, we got another cat named Bailey too. Can you show me one of Oscar?",
+        ),
+    ] {
+        world
+            .pipeline
+            .remember(
+                &caller,
+                &TurnInput {
+                    dialogue_id: id.to_owned(),
+                    session: "D1".to_owned(),
+                    speaker: speaker.to_owned(),
+                    listener: listener.to_owned(),
+                    text: text.to_owned(),
+                    time: Some(Timestamp::parse("2023-08-13").unwrap()),
+                    origin: Origin::User,
+                },
+            )
+            .unwrap();
+    }
+    assert!(world.recalls_current_fact(dana, helper, "Oscar"));
+}
+
 /// A phone named by its maker ("a Nokia 3310", "a Moto G7") is a phone: buying
 /// another replaces it, and a read of the time between finds it.
 #[test]
@@ -682,7 +721,8 @@ fn a_phone_named_by_its_maker_is_replaced_by_the_next() {
 
 /// Chat is full of words that sound like news and are not: "now that I'm a manager",
 /// "walking into a film", "getting lost in a book", "joined a group", "it looks like
-/// they have more room now", a step only thought of. None of them ends what Dana told before.
+/// they have more room now", a step only thought of; nor does a switch to another
+/// sport end the sports it does not name. None of them ends what Dana told before.
 #[test]
 fn what_only_sounds_like_news_ends_nothing() {
     let cases = [
@@ -710,6 +750,16 @@ fn what_only_sounds_like_news_ends_nothing() {
             "I work at Globex as a designer.",
             "I'm thinking of joining a new team at Initech, but I haven't decided yet.",
             "Globex",
+        ),
+        (
+            "Basketball is a big part of my life.",
+            "My hiking club friends came along, though I just joined!",
+            "Basketball",
+        ),
+        (
+            "Basketball is a big part of my life.",
+            "I switched to a new climbing gym last month.",
+            "Basketball",
         ),
         (
             "Hiking is my favourite sport.",
