@@ -730,6 +730,12 @@ fn attribute_words(text: &str) -> Vec<String> {
                 "joined" | "joining" | "join" | "joins" if joins_a_group(&ws, i) => {
                     "joined a group"
                 }
+                // "It worked for Joanna", "that works for me": it went well.
+                "work" | "works" | "worked"
+                    if matches!(before(1), Some("it" | "that" | "this" | "which")) =>
+                {
+                    "went well"
+                }
                 // A flat white is a coffee, not a home.
                 "flat" if at(i + 1) == Some("white") => "coffee",
                 // "Got my own place in Casablanca" is a home.
@@ -2562,6 +2568,8 @@ mod tests {
         assert!(!key_attributes("I joined a service-focused online group.").contains(&"work"));
         assert!(!key_attributes("Joining a church can be encouraging.").contains(&"work"));
         assert!(!key_attributes("It really fired me up.").contains(&"work"));
+        assert!(!key_attributes("Nate is glad it worked for Joanna.").contains(&"work"));
+        assert!(key_attributes("Nate worked for Globex.").contains(&"work"));
         assert!(
             !key_attributes("My hiking club friends came though I just joined!").contains(&"work")
         );
