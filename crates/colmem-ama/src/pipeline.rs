@@ -691,15 +691,13 @@ impl Pipeline {
                     })
                     .map(|i| held.remove(i).id);
                 // A fact this turn already closed is no longer held, whatever the
-                // caller's filter (compiled before the close) still admits; nor is one
-                // already replaced by a change told ahead, current until that happens.
+                // caller's filter (compiled before the close) still admits.
                 held.retain(|f| {
-                    f.superseded_by.is_none()
-                        && !outcome
-                            .superseded
-                            .iter()
-                            .chain(&told_late)
-                            .any(|(old, new)| *old == f.id || *new == f.id)
+                    !outcome
+                        .superseded
+                        .iter()
+                        .chain(&told_late)
+                        .any(|(old, new)| *old == f.id || *new == f.id)
                 });
                 // The user is the authority on their own state: what an agent says
                 // ("I'll block 9:30 instead") closes only what that agent said before.

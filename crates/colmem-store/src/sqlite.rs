@@ -1676,9 +1676,8 @@ fn supersede_by_tx(tx: &Transaction<'_>, now: Timestamp, request: &SupersedeBy) 
     let closed = old_validity
         .closed_at(Timestamp::from_millis(successor_from))
         .unwrap_or(old_validity);
-    // A change told ahead takes effect when its successor begins; a version that has
-    // not begun itself (a plan changed) is replaced at once.
-    let superseded_at = if request.deferred && Timestamp::from_millis(from) <= now {
+    // A change told ahead takes effect when its successor begins.
+    let superseded_at = if request.deferred {
         now.max(Timestamp::from_millis(successor_from))
     } else {
         now

@@ -67,8 +67,7 @@ pub struct Supersede {
     pub new: NewFragment,
     /// Whether the old version stays current until the new one begins, when that is
     /// after now: a change told ahead ("next month we move to Porto") is recorded now
-    /// and takes effect then. A correction is never deferred, and an old version that
-    /// has not begun itself (a plan changed) is replaced at once.
+    /// and takes effect then. A correction is never deferred.
     pub deferred: bool,
 }
 
