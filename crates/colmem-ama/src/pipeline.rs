@@ -39,7 +39,7 @@ use crate::constructor::{
     tells_a_time, utc_date,
 };
 use crate::error::{Error, Result};
-use crate::judge::{ConflictReason, Judge, OfflineJudge};
+use crate::judge::{Judge, OfflineJudge};
 use crate::llm::{
     LlmAnswerer, LlmConstructor, LlmJudge, LlmRefresher, LlmRetriever, LlmRoleConfig,
 };
@@ -677,7 +677,6 @@ impl Pipeline {
                 kept.push(same.id);
                 continue;
             }
-            let mut deferred = false;
             let (conflicts, follower, same) = if p.granularity == Granularity::Fact {
                 let mut held = self.held_facts(caller, p.memory, &turn.text)?;
                 // The same fact from the same turn is held already (a retry after a
@@ -712,11 +711,6 @@ impl Pipeline {
                 }
                 let held: Vec<&Fragment> = held.iter().collect();
                 let conflicts = self.roles.judge.conflicts(p.memory, &turn.text, &held)?;
-                // A correction sets right at once; a change told ahead ("next month we
-                // move to Porto") takes effect when the new version begins.
-                deferred = !conflicts
-                    .iter()
-                    .any(|c| c.reason == ConflictReason::Corrected);
                 let conflicts = self.roles.refresher.resolve(p.memory, &conflicts)?;
                 // Versions told after this one follow it rather than being replaced by
                 // it: the earliest such one closes it.
@@ -736,7 +730,7 @@ impl Pipeline {
                 kept.push(same);
                 versions.push(same);
             } else if !conflicts.is_empty() {
-                let done = self.supersede(caller, p.memory, turn, &conflicts, narrow, deferred)?;
+                let done = self.supersede(caller, p.memory, turn, &conflicts, narrow)?;
                 versions.extend(done.pairs.iter().map(|(_, new)| *new));
                 outcome.superseded.extend(done.pairs);
                 outcome.withheld += done.withheld;
@@ -1379,7 +1373,6 @@ impl Pipeline {
         turn: &TurnInput,
         stale: &[FragmentId],
         narrow: Option<Scope>,
-        deferred: bool,
     ) -> Result<Superseded> {
         let olds = stale
             .iter()
@@ -1461,7 +1454,6 @@ impl Pipeline {
                 agent: caller.agent(),
                 old: first.id,
                 new,
-                deferred,
             })?;
             out.pairs.push((first.id, new_id));
             // The profile entries drawn from what a stale fact said are stale with it,
@@ -1495,7 +1487,6 @@ impl Pipeline {
                     agent: caller.agent(),
                     old: also.id,
                     successor: new_id,
-                    deferred,
                 })?;
                 out.pairs.push((also.id, new_id));
             }
@@ -1636,7 +1627,6 @@ impl Pipeline {
             agent: caller.agent(),
             old: version,
             successor: follower,
-            deferred: false,
         }) {
             Ok(()) => Ok(true),
             Err(colmem_store::Error::NotCurrent {

@@ -45,7 +45,7 @@ type Check = fn(Factory<'_>) -> Result<(), Failure>;
 
 /// Runs every check of the suite against stores made by `make`; the first failure ends it.
 pub fn run(make: Factory<'_>) -> Result<(), Failure> {
-    let checks: [(&str, Check); 11] = [
+    let checks: [(&str, Check); 10] = [
         ("round trip", round_trip),
         ("idempotent writes", idempotent_writes),
         (
@@ -53,7 +53,6 @@ pub fn run(make: Factory<'_>) -> Result<(), Failure> {
             read_filter_agrees_with_admits,
         ),
         ("supersede and history", supersede_and_history),
-        ("a change told ahead", change_told_ahead),
         ("delete and purge", delete_and_purge),
         ("access event log", access_event_log),
         ("audit chain", audit_chain),
@@ -556,7 +555,6 @@ fn filter_case(make: Factory<'_>, specs: &[Spec], readers: &[ReaderSpec]) -> Res
                     agent: a,
                     old: ids[i],
                     new,
-                    deferred: false,
                 }),
             )?;
             ids.push(new_id);
@@ -640,86 +638,6 @@ fn filter_case(make: Factory<'_>, specs: &[Spec], readers: &[ReaderSpec]) -> Res
     Ok(())
 }
 
-/// A deferred supersession by a version that begins later leaves the old version
-/// current until then; a correction (not deferred) takes effect at once.
-fn change_told_ahead(make: Factory<'_>) -> Result<(), Failure> {
-    let (clock, store) = fresh(make, 100);
-    let mut old = fact("alice lives in Lyon", 100)?;
-    old.key = Some("alice/location".into());
-    old.validity = Validity::since(t(10));
-    let old_id = write_one(&*store, "write the old fact", old.clone())?;
-    set_clock(&clock, 200)?;
-    let mut new = fact("next month alice moves to Paris", 200)?;
-    new.key = old.key.clone();
-    new.validity = Validity::since(t(500));
-    let new_id = ok(
-        "supersede the old fact ahead of time",
-        store.supersede(&Supersede {
-            user: user(0)?,
-            agent: agent(0)?,
-            old: old_id,
-            new,
-            deferred: true,
-        }),
-    )?;
-    let closed = ok("get the superseded fact", store.get(old_id))?;
-    eq(
-        "a deferred supersession takes effect when the new version begins",
-        closed.superseded_at,
-        Some(t(500)),
-    )?;
-    eq(
-        "the old validity closes where the new one starts",
-        closed.validity,
-        ok("make a validity", Validity::new(t(10), Some(t(500))))?,
-    )?;
-    let key = ListQuery {
-        key: old.key.clone(),
-        ..ListQuery::default()
-    };
-    eq(
-        "before the new version begins, both are current",
-        listed(&*store, &reader(300)?, &key)?,
-        [old_id, new_id],
-    )?;
-    eq(
-        "the count agrees",
-        ok("count", store.count(&reader(300)?, &ListQuery::default()))?,
-        2,
-    )?;
-    eq(
-        "once it begins, only the new version is",
-        listed(&*store, &reader(500)?, &key)?,
-        [new_id],
-    )?;
-    eq(
-        "the count agrees then too",
-        ok("count", store.count(&reader(500)?, &ListQuery::default()))?,
-        1,
-    )?;
-    // Deferring to a start already past changes nothing: it takes effect now.
-    set_clock(&clock, 600)?;
-    let mut later = fact("alice lives in Nice", 600)?;
-    later.key = old.key.clone();
-    later.validity = Validity::since(t(550));
-    ok(
-        "supersede with a successor that began already",
-        store.supersede(&Supersede {
-            user: user(0)?,
-            agent: agent(0)?,
-            old: new_id,
-            new: later,
-            deferred: true,
-        }),
-    )?;
-    eq(
-        "a successor that began already supersedes now",
-        ok("get the replaced fact", store.get(new_id))?.superseded_at,
-        Some(t(600)),
-    )?;
-    Ok(())
-}
-
 fn supersede_and_history(make: Factory<'_>) -> Result<(), Failure> {
     let (clock, store) = fresh(make, 100);
     let mut old = fact("alice lives in Lyon", 100)?;
@@ -737,7 +655,6 @@ fn supersede_and_history(make: Factory<'_>) -> Result<(), Failure> {
             agent: agent(0)?,
             old: old_id,
             new,
-            deferred: false,
         }),
     )?;
 
@@ -819,7 +736,6 @@ fn supersede_and_history(make: Factory<'_>) -> Result<(), Failure> {
             agent: agent(0)?,
             old: old_id,
             new: fact("x", 200)?,
-            deferred: false,
         }),
     )?;
     ensure(
@@ -1175,7 +1091,6 @@ fn unknown_ids_and_oversized_values(make: Factory<'_>) -> Result<(), Failure> {
                 agent: agent(0)?,
                 old: ghost,
                 new: fact("n", 1)?,
-                deferred: false,
             })
             .map(drop),
     )?;
@@ -1472,7 +1387,6 @@ fn change_feed(make: Factory<'_>) -> Result<(), Failure> {
             agent: agent(0)?,
             old: b,
             new: fact("newer", 110)?,
-            deferred: false,
         }),
     )?;
     ok(

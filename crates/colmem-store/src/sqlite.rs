@@ -522,7 +522,6 @@ impl SqliteStore {
                         agent,
                         old,
                         successor,
-                        deferred: false,
                     },
                 )?;
             }
@@ -1326,7 +1325,6 @@ impl FragmentStore for SqliteStore {
                     agent: request.agent,
                     old: request.old,
                     successor: new_id,
-                    deferred: request.deferred,
                 },
             )?;
             Ok(new_id)
@@ -1676,19 +1674,13 @@ fn supersede_by_tx(tx: &Transaction<'_>, now: Timestamp, request: &SupersedeBy) 
     let closed = old_validity
         .closed_at(Timestamp::from_millis(successor_from))
         .unwrap_or(old_validity);
-    // A change told ahead takes effect when its successor begins.
-    let superseded_at = if request.deferred {
-        now.max(Timestamp::from_millis(successor_from))
-    } else {
-        now
-    };
     tx.prepare_cached(
         "UPDATE fragments SET valid_until = ?1, superseded_at = ?2, superseded_by = ?3 \
          WHERE id = ?4",
     )?
     .execute(params![
         closed.until().map(ts),
-        ts(superseded_at),
+        ts(now),
         id_param(request.successor)?,
         id_param(request.old)?
     ])?;

@@ -65,10 +65,6 @@ pub struct Supersede {
     pub old: FragmentId,
     /// The version that replaces it.
     pub new: NewFragment,
-    /// Whether the old version stays current until the new one begins, when that is
-    /// after now: a change told ahead ("next month we move to Porto") is recorded now
-    /// and takes effect then. A correction is never deferred.
-    pub deferred: bool,
 }
 
 /// Close a current version in favour of a successor that is already stored (when one
@@ -83,8 +79,6 @@ pub struct SupersedeBy {
     pub old: FragmentId,
     /// The current version that replaces it.
     pub successor: FragmentId,
-    /// As [`Supersede::deferred`].
-    pub deferred: bool,
 }
 
 /// Tombstone a fragment.
@@ -205,8 +199,6 @@ pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
     /// Closes the old version's world-time validity at the new one's start,
     /// stamps its `superseded_at` and `superseded_by`, writes the new version,
     /// and audits a `Write` and an `Update`, in one transaction. Returns the new id.
-    /// `superseded_at` is now, or for a deferred supersession the new version's start
-    /// if that is later: until then the old version is still current.
     fn supersede(&self, request: &Supersede) -> Result<FragmentId>;
 
     /// As [`supersede`](FragmentStore::supersede), with a successor already stored and

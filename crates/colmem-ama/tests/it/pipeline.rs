@@ -595,47 +595,6 @@ fn a_supposition_changes_nothing() {
     assert!(world.recalls_current_fact(dana, helper, "Berlin"));
 }
 
-/// A change told ahead ("next month we move to Porto") takes effect when it happens:
-/// until then the old home is current beside the plan; a correction takes effect at
-/// once.
-#[test]
-fn a_change_told_ahead_takes_effect_when_it_happens() {
-    let (world, dana, helper) = one_pair();
-    world.dana_says(
-        dana,
-        helper,
-        &[
-            ("D1:1", "I live in Rome.", "2026-01-01"),
-            ("D1:2", "I'm moving to Porto next month.", "2026-01-01"),
-        ],
-    );
-    assert!(world.recalls_current_fact(dana, helper, "Rome"));
-    assert!(world.recalls_current_fact(dana, helper, "Porto"));
-    world.clock.advance(40 * 86_400_000);
-    assert!(!world.recalls_current_fact(dana, helper, "Rome"));
-    assert!(world.recalls_current_fact(dana, helper, "Porto"));
-
-    let (world, dana, helper) = one_pair();
-    world.dana_says(
-        dana,
-        helper,
-        &[
-            ("D1:1", "Next month I start at Initech.", "2026-01-01"),
-            ("D1:2", "Sorry, I meant Globex, not Initech.", "2026-01-01"),
-        ],
-    );
-    let (_, all) = world.ask(dana, helper, "Initech", View::AllVersions);
-    let planned = all
-        .iter()
-        .find(|f| f.granularity == Granularity::Fact && f.content.contains("start at Initech"))
-        .unwrap();
-    assert!(
-        planned
-            .superseded_at
-            .is_some_and(|s| s <= world.clock.now())
-    );
-}
-
 /// Two friends the memory serves talk: what Caroline told of her guinea pig is hers,
 /// and Melanie's news of her own cats replaces nothing of it.
 #[test]
