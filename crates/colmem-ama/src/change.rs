@@ -1588,8 +1588,9 @@ static NOT_BUT: LazyLock<Regex> =
     LazyLock::new(|| constant_regex(r"\bnot\s+(\w+)(?:\s+\w+)?\s*,?\s*but\b|\b\w+,\s+not\s+(\w+)"));
 
 /// Words after "not" that add to what is said rather than set it right: "not just a
-/// hobby", "not only pottery but painting too".
-const ADDING: &[&str] = &["just", "only", "merely", "simply", "even"];
+/// hobby", "not only pottery but painting too", "on top of the surfing, not instead
+/// of it".
+const ADDING: &[&str] = &["just", "only", "merely", "simply", "even", "instead"];
 
 /// What a user asked the memory to forget.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -2525,6 +2526,9 @@ mod tests {
             "Pottery is a huge part of my life, not just a hobby."
         ));
         assert!(!is_correction("Not only pottery but painting too."));
+        assert!(!is_correction(
+            "It's on top of the surfing, not instead of it, relax."
+        ));
         assert!(is_correction("Not Lille but Lyon."));
         // Said again, not set right.
         assert!(!is_correction(
