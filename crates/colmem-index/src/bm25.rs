@@ -85,7 +85,7 @@ fn english() -> Result<TextAnalyzer> {
 }
 
 /// Takes words to their normal form ([`normal_form`]) before stemming: short forms in
-/// full, irregular verbs in their base form.
+/// full, irregular plurals in the singular, irregular verbs in their base form.
 #[derive(Clone, Copy)]
 struct BaseForms;
 

@@ -352,7 +352,10 @@ pub fn lexical(factory: &dyn Fn() -> Box<dyn LexicalIndex>) -> Result<(), Failur
         "'picture', 'favourite' and 'business' match 'pic', 'fave' and 'biz' (short forms in full)"
             .into()
     })?;
-    io("insert", index.insert(8, "They're tough kids, like my dad"))?;
+    io(
+        "insert",
+        index.insert(8, "They're tough kids, like my dad; see the pics"),
+    )?;
     io("commit", index.commit())?;
     let found = io(
         "search",
@@ -360,6 +363,10 @@ pub fn lexical(factory: &dyn Fn() -> Box<dyn LexicalIndex>) -> Result<(), Failur
     )?;
     ensure(lexical_ids(&found) == vec![8], || {
         "'children' and 'father' match 'kids' and 'dad' (irregular plurals and short forms)".into()
+    })?;
+    let found = io("search", index.search("pictures", 10, &Admit::All))?;
+    ensure(lexical_ids(&found).contains(&8), || {
+        "'pictures' matches 'pics' (a plural short form, stemmed as its full form)".into()
     })?;
     let found = io("search", index.search("the of and", 10, &Admit::All))?;
     ensure(found.is_empty(), || {

@@ -1,7 +1,9 @@
 //! The base form of irregular English verbs, so a question in the present ("what did
-//! she buy?", "when did he go?") finds a statement in the past ("I bought", "we went").
-//! Suffix stemmers (Snowball, the `-ed`/`-ing` stripper of [`crate::analyze`]) leave
-//! these forms apart; both lexical backends map them before stemming.
+//! she buy?", "when did he go?") finds a statement in the past ("I bought", "we went");
+//! the singular of irregular plurals ("children" → "child"); and chat's short forms in
+//! full ("biz" → "business"). Suffix stemmers (Snowball, the `-ed`/`-ing` stripper of
+//! [`crate::analyze`]) leave these forms apart; both lexical backends map them, then
+//! stem.
 //!
 //! Forms that are as often another word are left out ("left", "rose", "lay", "bore").
 
@@ -14,9 +16,10 @@ pub fn base_form(word: &str) -> Option<&'static str> {
         .map(|i| IRREGULAR[i].1)
 }
 
-/// The word both lexical backends index `word` (lowercase) as, before any stemming:
-/// its full form ([`full_form`]), an irregular verb's base form ([`base_form`]); `None`
-/// when it is indexed as it is.
+/// The word both lexical backends index `word` (lowercase) as, before stemming: its
+/// full form ([`full_form`]) in the singular ([`singular`]), an irregular plural's
+/// singular, an irregular verb's base form ([`base_form`]); `None` when it is indexed
+/// as it is.
 pub fn normal_form(word: &str) -> Option<&'static str> {
     match full_form(word) {
         Some(full) => Some(singular(full).unwrap_or(full)),

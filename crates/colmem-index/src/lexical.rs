@@ -77,14 +77,14 @@ const STOP_WORDS: &[&str] = &[
 /// A light English analyzer: split on non-alphanumerics, lowercase, drop stop
 /// words, write chat's short forms in full ("biz" → "business"), take
 /// irregular verbs and plurals to their base form ("bought" → "buy", "kids" →
-/// "child") and strip
+/// "child") and then strip
 /// common inflections (`-ing`, `-ed`, `-es`, `-s`).
 pub fn analyze(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty() && w.len() <= 40)
         .map(str::to_lowercase)
         .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-        .map(|w| normal_form(&w).map_or_else(|| stem(&w), str::to_owned))
+        .map(|w| stem(normal_form(&w).unwrap_or(&w)))
         .collect()
 }
 
