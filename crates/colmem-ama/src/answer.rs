@@ -373,16 +373,13 @@ fn old_values(evidence: &[&Fragment], replaced: &[&Fragment]) -> Vec<String> {
             let now = named(s, &names);
             now.len() >= 2 && now.iter().all(|v| within_old(v, &before))
         });
-        // Nor is a value the successor tells of coming back ("got my iPhone back",
-        // "moved back to Paris"): it is current again.
-        let back = |clause: &str| words(clause).iter().any(|w| w == "back");
         for value in named(&r.content, &names) {
             let kept = successor.is_some_and(|s| {
                 clauses(s).iter().any(|(c, _)| {
                     touches(c, &value)
                         && !looks_past(c)
                         && !announces_end(c)
-                        && (progress || back(c))
+                        && (progress || comes_back(c, &value))
                 })
             });
             if !kept {
@@ -401,6 +398,32 @@ fn old_values(evidence: &[&Fragment], replaced: &[&Fragment]) -> Vec<String> {
         })
     });
     old
+}
+
+/// Whether `clause` tells of `value` coming back, current again: had back ("got my
+/// iPhone 13 mini back") or returned to ("moved back to Paris", "back in Leeds"); not
+/// "the Motorola is back in the drawer" or "back from Paris".
+fn comes_back(clause: &str, value: &str) -> bool {
+    let ws = words(clause);
+    let first = value.split(' ').next().unwrap_or(value);
+    let Some(at) = ws.iter().position(|w| w == first) else {
+        return false;
+    };
+    let Some(back) = ws.iter().position(|w| w == "back") else {
+        return false;
+    };
+    if back > at {
+        // Had back: "got", "have" … before the value.
+        ws[..at].iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "got" | "get" | "gotten" | "getting" | "have" | "has" | "had"
+            )
+        })
+    } else {
+        // Returned to: "back to Paris", "back in Leeds", the value right after.
+        matches!(ws.get(back + 1).map(String::as_str), Some("to" | "in")) && at == back + 2
+    }
 }
 
 /// Whether `value` is (part of) an old value: "S21" of "Galaxy S21", "City General" of
@@ -1240,7 +1263,15 @@ mod tests {
             "Got Dana's iPhone 13 mini back with a new screen, and the Motorola is back in Dana's brother's drawer.",
             "2023-06-26",
         );
-        assert!(old_values(&[&back], &[&held]).is_empty());
+        let old = old_values(&[&back], &[&held]);
+        assert!(!old.iter().any(|v| v.starts_with("iphone")), "{old:?}");
+        assert!(comes_back("moved back to paris", "paris"));
+        assert!(comes_back("got my iphone 13 mini back", "iphone 13 mini"));
+        assert!(!comes_back(
+            "the motorola is back in the drawer",
+            "motorola"
+        ));
+        assert!(!comes_back("dana is back from paris", "paris"));
         // Without "back", the successor's other value took its place.
         let other = fact_told(
             2,

@@ -1472,16 +1472,24 @@ fn undecided(ws: &[String]) -> bool {
     (0..ws.len()).any(|i| {
         let at = |k: usize| ws.get(k).map(String::as_str);
         match ws[i].as_str() {
-            "thinking" | "considering" | "debating" => {
+            // "Considering moving"; not "considering everything, I moved".
+            "thinking" | "considering" | "debating" | "weighing" | "contemplating" => {
                 let verb = if matches!(at(i + 1), Some("of" | "about")) {
                     at(i + 2)
                 } else {
                     at(i + 1)
                 };
-                verb.is_some_and(|v| v.len() > 4 && v.ends_with("ing"))
+                verb.is_some_and(|v| v.len() > 4 && v.ends_with("ing") && !v.ends_with("thing"))
             }
+            // "Haven't decided", "haven't yet decided".
             "decided" | "decide" => {
-                i > 0 && matches!(at(i - 1), Some("haven't" | "hasn't" | "not" | "undecided"))
+                let negation = |k: usize| {
+                    matches!(
+                        at(k),
+                        Some("haven't" | "hasn't" | "not" | "didn't" | "don't")
+                    )
+                };
+                i > 0 && (negation(i - 1) || (i > 1 && at(i - 1) == Some("yet") && negation(i - 2)))
             }
             _ => false,
         }
@@ -2382,6 +2390,8 @@ mod tests {
         assert!(may_be("I've had offers, but I haven't decided yet."));
         assert!(!may_be("I thought about it and decided to move."));
         assert!(!may_be("I've been thinking about it: I moved to Leeds."));
+        assert!(!may_be("Considering everything, I moved to Leeds."));
+        assert!(may_be("I haven't yet decided on Leeds."));
         assert!(!may_be("A bookshop would be lovely."));
     }
 
