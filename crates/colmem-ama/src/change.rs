@@ -1299,6 +1299,8 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
                     .is_some_and(|n| GENERAL_ING.contains(&n.as_str())))
         }
         "ended" => next != Some("up"),
+        // "Dropped by my old school", "dropped off the kids": a visit.
+        "dropped" => !matches!(next, Some("by" | "in" | "off")),
         // Joining a club changes nothing held: it adds a pastime.
         "joined" | "joining" => !joins_a_group(ws, i),
         // "It's got the grip", "he has got a tournament": had, not come by.
@@ -2558,6 +2560,7 @@ mod tests {
             "I even made these cupcakes with raspberry frosting.",
             "Now that you mention it, I could use a holiday.",
             "I joined a book club.",
+            "Dropped by my old secondary school to give a talk.",
             "My hiking club friends came, though I just joined!",
         ] {
             assert!(!announces_change(quiet), "{quiet}");

@@ -507,7 +507,7 @@ fn told(said: &str, speaker: Option<&str>) -> String {
 }
 
 /// Whether a sentence (as the speaker said it) opens with another person ("he",
-/// "she", "they") and names the speaker nowhere.
+/// "she", "they", "everybody") and names the speaker nowhere.
 fn of_someone_else(sentence: &str) -> bool {
     let ws = words(sentence);
     // "It looks like they have more room now" opens with them too.
@@ -520,7 +520,18 @@ fn of_someone_else(sentence: &str) -> bool {
     ws.get(opener).is_some_and(|w| {
         matches!(
             w.as_str(),
-            "he" | "she" | "they" | "he's" | "she's" | "they're"
+            "he" | "she"
+                | "they"
+                | "he's"
+                | "she's"
+                | "they're"
+                | "everybody"
+                | "everyone"
+                | "everybody's"
+                | "everyone's"
+                | "nobody"
+                | "somebody"
+                | "someone"
         )
     }) && !ws.iter().any(|w| {
         matches!(
@@ -607,6 +618,16 @@ mod tests {
             "Dana Smith's wife and Dana moved to Leeds.",
             "Dana Smith"
         ));
+    }
+
+    #[test]
+    fn a_sentence_opening_with_others_is_someone_elses() {
+        assert!(of_someone_else("Everybody is japa-ing these days."));
+        assert!(of_someone_else(
+            "It looks like they have more room to swim now!"
+        ));
+        assert!(!of_someone_else("They moved me to Leeds."));
+        assert!(!of_someone_else("I moved to Leeds."));
     }
 
     #[test]
