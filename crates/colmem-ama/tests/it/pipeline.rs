@@ -99,6 +99,18 @@ impl World {
     }
 
     fn say(&self, user: UserId, agent: AgentId, id: &str, speaker: &str, text: &str, date: &str) {
+        self.say_to(user, agent, (id, speaker, "Assistant"), text, date);
+    }
+
+    /// `speaker` says `text` to `listener` as dialogue turn `id` on `date`.
+    fn say_to(
+        &self,
+        user: UserId,
+        agent: AgentId,
+        (id, speaker, listener): (&str, &str, &str),
+        text: &str,
+        date: &str,
+    ) {
         self.clock.advance(1_000);
         let caller = self.caller(user, agent).expect("the pair may talk");
         self.pipeline
@@ -108,7 +120,7 @@ impl World {
                     dialogue_id: id.to_owned(),
                     session: "D1".to_owned(),
                     speaker: speaker.to_owned(),
-                    listener: "Assistant".to_owned(),
+                    listener: listener.to_owned(),
                     text: text.to_owned(),
                     time: Some(Timestamp::parse(date).unwrap()),
                     origin: if speaker == "Assistant" {
@@ -600,37 +612,20 @@ fn a_supposition_changes_nothing() {
 #[test]
 fn what_was_told_of_the_one_spoken_to_is_theirs() {
     let (world, dana, helper) = one_pair();
-    let caller = world.caller(dana, helper).unwrap();
-    for (id, speaker, listener, text) in [
-        (
-            "D1:1",
-            "Caroline",
-            "Melanie",
-            "Yup, I do- Oscar, my guinea pig.",
-        ),
-        (
-            "D1:2",
-            "Melanie",
-            "Caroline",
-            "They're good, we got another cat named Bailey too. Can you show me one of Oscar?",
-        ),
-    ] {
-        world
-            .pipeline
-            .remember(
-                &caller,
-                &TurnInput {
-                    dialogue_id: id.to_owned(),
-                    session: "D1".to_owned(),
-                    speaker: speaker.to_owned(),
-                    listener: listener.to_owned(),
-                    text: text.to_owned(),
-                    time: Some(Timestamp::parse("2023-08-13").unwrap()),
-                    origin: Origin::User,
-                },
-            )
-            .unwrap();
-    }
+    world.say_to(
+        dana,
+        helper,
+        ("D1:1", "Caroline", "Melanie"),
+        "Yup, I do- Oscar, my guinea pig.",
+        "2023-08-13",
+    );
+    world.say_to(
+        dana,
+        helper,
+        ("D1:2", "Melanie", "Caroline"),
+        "They're good, we got another cat named Bailey too. Can you show me one of Oscar?",
+        "2023-08-13",
+    );
     assert!(world.recalls_current_fact(dana, helper, "Oscar"));
 }
 
