@@ -10,10 +10,7 @@
 /// The base form of `word` (lowercase) when it is the past tense or past participle of
 /// an irregular verb.
 pub fn base_form(word: &str) -> Option<&'static str> {
-    IRREGULAR
-        .binary_search_by(|(form, _)| (*form).cmp(word))
-        .ok()
-        .map(|i| IRREGULAR[i].1)
+    looked_up(IRREGULAR, word)
 }
 
 /// The word both lexical backends index `word` (lowercase) as, before stemming: its
@@ -31,10 +28,15 @@ pub fn normal_form(word: &str) -> Option<&'static str> {
 /// question about someone's children finds "my child" (and, through [`full_form`],
 /// "the kids").
 pub fn singular(word: &str) -> Option<&'static str> {
-    IRREGULAR_PLURALS
+    looked_up(IRREGULAR_PLURALS, word)
+}
+
+/// What `word` maps to in `table`, a list of (form, word) pairs sorted by form.
+fn looked_up(table: &[(&str, &'static str)], word: &str) -> Option<&'static str> {
+    table
         .binary_search_by(|(form, _)| (*form).cmp(word))
         .ok()
-        .map(|i| IRREGULAR_PLURALS[i].1)
+        .map(|i| table[i].1)
 }
 
 /// (plural, singular), sorted by plural. Forms that are as often another word are left
@@ -55,10 +57,7 @@ const IRREGULAR_PLURALS: &[(&str, &str)] = &[
 /// "business", "fave" "favorite", "pic" "picture". A question asked in full ("what is
 /// her favorite business?") finds a turn that said it short ("my fave biz").
 pub fn full_form(word: &str) -> Option<&'static str> {
-    SHORT_FORMS
-        .binary_search_by(|(form, _)| (*form).cmp(word))
-        .ok()
-        .map(|i| SHORT_FORMS[i].1)
+    looked_up(SHORT_FORMS, word)
 }
 
 /// (short form, full form), sorted by form. Forms that are as often another word are
