@@ -169,6 +169,22 @@ pub fn sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// The share of `text`, in characters, that asks: its sentences ending with `?`.
+/// "You drew it? What does it mean to you?" is all asking; "Love that purple! For
+/// walking or running?" half.
+pub fn asked_share(text: &str) -> f64 {
+    let all: usize = text.chars().filter(|c| !c.is_whitespace()).count();
+    if all == 0 {
+        return 0.0;
+    }
+    let asked: usize = sentences(text)
+        .iter()
+        .filter(|s| s.ends_with('?'))
+        .map(|s| s.chars().filter(|c| !c.is_whitespace()).count())
+        .sum();
+    asked as f64 / all as f64
+}
+
 /// Abbreviations whose period does not end a sentence.
 const ABBREVIATIONS: &[&str] = &[
     "st", "dr", "mr", "mrs", "ms", "prof", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "mt", "ft",
@@ -347,6 +363,18 @@ mod tests {
         );
         assert!(sentences("").is_empty());
         assert_eq!(sentences("Wait... what?!"), vec!["Wait...", "what?!"]);
+    }
+
+    #[test]
+    fn the_share_that_asks_counts_the_questions_characters() {
+        assert_eq!(asked_share("You drew it? What does it mean to you?"), 1.0);
+        assert_eq!(asked_share("I ran the Berlin marathon."), 0.0);
+        assert_eq!(asked_share(""), 0.0);
+        // "Love it!" is 7 characters without spaces, "Why?" 4.
+        let share = asked_share("Love it! Why?");
+        assert!((share - 4.0 / 11.0).abs() < 1e-9, "{share}");
+        // A question mark inside a sentence ends no question.
+        assert_eq!(asked_share("The sign said \"open?\" and it was."), 0.0);
     }
 
     #[test]

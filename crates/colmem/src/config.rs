@@ -692,6 +692,19 @@ mod tests {
             err.to_string().contains("context_width is at most 8"),
             "{err}"
         );
+        let err = load_text("[pipeline]\nquestion_discount = 1.5\n", &[]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("question_discount is a number from 0 to 1, not 1.5"),
+            "{err}"
+        );
+        assert_eq!(
+            load_text("[pipeline]\nquestion_discount = 0.0\n", &[])
+                .unwrap()
+                .pipeline
+                .question_discount,
+            0.0
+        );
         assert_eq!(
             load_text("[pipeline]\ncontext_width = 3\n", &[])
                 .unwrap()

@@ -1643,6 +1643,55 @@ fn the_reply_to_a_question_about_a_matching_turn_is_recalled_with_it() {
 }
 
 #[test]
+fn a_statement_outranks_questions_that_share_its_words() {
+    let recalled = |question_discount: f64| {
+        let (world, u, a) = pair_in(World::with(
+            Roles::offline(),
+            PipelineConfig {
+                question_discount,
+                ..PipelineConfig::default()
+            },
+        ));
+        let turns = [
+            (
+                "Dana",
+                "I ran the Berlin marathon in 2019; the crowds along the route were loud \
+                 the whole way and my legs gave out near the end.",
+            ),
+            ("Assistant", "That sounds like quite a day."),
+            (
+                "Dana",
+                "Is the Paris marathon flat? Do marathon runners like it? Should I run it?",
+            ),
+            (
+                "Assistant",
+                "Which marathon would you run next, the Paris marathon or the Rome marathon?",
+            ),
+        ];
+        world.converse(u, a, &turns, "2023-06-01");
+        // The turns alone: the fact drawn from the statement has no question to lose.
+        let mut hits = world.recall_turns(u, a, "Which marathon did Dana run?", 6);
+        hits.retain(|(_, _, content)| {
+            content.starts_with("Dana: ") || content.starts_with("Assistant: ")
+        });
+        hits
+    };
+    let hits = recalled(PipelineConfig::default().question_discount);
+    assert_eq!(
+        hits.first().map(|(_, turns, _)| turns.clone()),
+        Some(vec!["D1:1".to_owned()]),
+        "the statement is not first: {hits:#?}"
+    );
+    // Off, the questions' words carry them above it.
+    let hits = recalled(0.0);
+    assert_ne!(
+        hits.first().map(|(_, turns, _)| turns.clone()),
+        Some(vec!["D1:1".to_owned()]),
+        "{hits:#?}"
+    );
+}
+
+#[test]
 fn a_thread_two_turns_on_from_a_matching_statement_is_recalled_with_it() {
     let (world, u, a) = one_pair();
     let turns = [
