@@ -941,8 +941,16 @@ impl Answerer for EvidenceSpan {
             candidates.retain(|c| !c.elsewhere);
         }
         // What may or would be answers a question after what is only when nothing else
-        // does.
-        if candidates.iter().any(|c| !c.unreal) {
+        // answers it about as well: "Haruki teaches in Sapporo" does not tell his
+        // favourite band, "maybe I use songs by Radiohead, my favourite band" does.
+        let best_of = |unreal: bool| {
+            candidates
+                .iter()
+                .filter(|c| c.unreal == unreal)
+                .map(|c| c.support)
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
+        if best_of(false) >= best_of(true) - SUPPORT_BAND {
             candidates.retain(|c| !c.unreal);
         }
         let best = candidates.iter().map(|c| c.support).fold(0.0, f64::max);
@@ -1233,6 +1241,44 @@ mod tests {
             .answer("Where is Dana's office?", &refs, &[])
             .unwrap();
         assert_eq!(answer.evidence, [FragmentId(1)], "{}", answer.text);
+    }
+
+    #[test]
+    fn a_supposition_answers_when_nothing_real_answers_about_as_well() {
+        let mut turn = fact_told(
+            7,
+            "Haruki: Maybe I use songs by Radiohead, my favourite band. Too sad?",
+            "2023-03-03",
+        );
+        turn.granularity = Granularity::RawTurn;
+        let evidence = [
+            fact_told(
+                8,
+                "Maybe Haruki use songs by Radiohead, Haruki's favourite band.",
+                "2023-03-03",
+            ),
+            turn,
+            fact_told(
+                2,
+                "Haruki teach English at a high school in Sapporo.",
+                "2023-03-03",
+            ),
+        ];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("What is Haruki's favourite band?", &refs, &[])
+            .unwrap();
+        assert!(answer.text.contains("Radiohead"), "{}", answer.text);
+        // Against a real statement that answers as well, the supposition loses.
+        let evidence = [
+            fact_told(1, "Maybe one day Haruki switch to Android.", "2023-03-03"),
+            fact_told(2, "Haruki use an iPhone.", "2023-03-03"),
+        ];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("What phone does Haruki use?", &refs, &[])
+            .unwrap();
+        assert_eq!(answer.evidence, [FragmentId(2)], "{}", answer.text);
     }
 
     #[test]
