@@ -176,6 +176,12 @@ pub struct PipelineConfig {
     /// 0.797, multi-hop 0.483 → 0.497).
     #[serde(deserialize_with = "question_discount")]
     pub question_discount: f64,
+    /// How much more a session's first turn (`D3:1`), and a fact drawn from it alone,
+    /// is preferred: it tells what happened since the last session ("Hey! I went to a
+    /// support group yesterday"). In LoCoMo 4.6% of turns open a session and 10.4% of
+    /// evidence turns do (evidence recall@10 0.797 → 0.7995 at 0.15; 0.798 at 0.1,
+    /// 0.799 at 0.25).
+    pub opening_boost: f64,
     /// Add to the lexical query the members of the categories it names ("countries" →
     /// Spain, England …; see [`crate::categories`]): LoCoMo evidence recall@10 0.753 →
     /// 0.766, multi-hop 0.415 → 0.462.
@@ -202,6 +208,7 @@ impl Default for PipelineConfig {
             context_width: 2,
             expand_categories: true,
             question_discount: 0.7,
+            opening_boost: 0.15,
         }
     }
 }
@@ -1122,7 +1129,7 @@ impl Pipeline {
             self.demote_outdated_turns(caller, &mut found)?;
         }
         for hit in &mut found {
-            hit.score *= self.asking_weight(&hit.fragment);
+            hit.score *= self.form_weight(&hit.fragment);
         }
         found.sort_by(|a, b| {
             b.score
@@ -1138,19 +1145,31 @@ impl Pipeline {
         })
     }
 
-    /// The factor a hit's score is multiplied by for how much of it asks: a question
-    /// tells nothing, the statements around it do. A raw turn loses
-    /// [`PipelineConfig::question_discount`] times the share of its words that asks
-    /// ([`crate::text::asked_share`]); other granularities keep their score.
-    fn asking_weight(&self, fragment: &Fragment) -> f64 {
-        if fragment.granularity != Granularity::RawTurn {
-            return 1.0;
+    /// The factor a hit's score is multiplied by for its form, whatever its words:
+    /// - a question tells nothing, the statements around it do: a raw turn loses
+    ///   [`PipelineConfig::question_discount`] times the share of it that asks
+    ///   ([`crate::text::asked_share`]);
+    /// - a session's first turn tells what happened since the last: a raw turn or a fact
+    ///   drawn from it gains [`PipelineConfig::opening_boost`].
+    fn form_weight(&self, fragment: &Fragment) -> f64 {
+        let turns = &fragment.provenance.source.turns;
+        let mut weight = 1.0;
+        if matches!(
+            fragment.granularity,
+            Granularity::RawTurn | Granularity::Fact
+        ) && turns.len() == 1
+            && turns.first().and_then(|t| turn_number(t)) == Some(1)
+        {
+            weight *= 1.0 + self.config.opening_boost;
         }
-        let said = fragment
-            .content
-            .split_once(": ")
-            .map_or(fragment.content.as_str(), |(_, said)| said);
-        1.0 - self.config.question_discount * crate::text::asked_share(said)
+        if fragment.granularity == Granularity::RawTurn {
+            let said = fragment
+                .content
+                .split_once(": ")
+                .map_or(fragment.content.as_str(), |(_, said)| said);
+            weight *= 1.0 - self.config.question_discount * crate::text::asked_share(said);
+        }
+        weight
     }
 
     /// In a read of what holds now, a turn whose every fact was replaced ("I live in
@@ -2303,13 +2322,15 @@ fn neighbours(turn: &str, width: u32) -> Vec<String> {
         .collect()
 }
 
+/// The number of a turn in its session: 7 of `D3:7`; `None` for an id without one.
+fn turn_number(turn: &str) -> Option<u32> {
+    turn.rsplit_once(':')?.1.parse().ok()
+}
+
 /// The turns within `width` of `D3:7` but not it, each with its distance: (1, `D3:6`),
 /// (1, `D3:8`), (2, `D3:5`)…; none for an id without a turn number.
 fn around(turn: &str, width: u32) -> Vec<(i32, String)> {
-    let Some((session, index)) = turn.rsplit_once(':') else {
-        return Vec::new();
-    };
-    let Ok(index) = index.parse::<u32>() else {
+    let (Some((session, _)), Some(index)) = (turn.rsplit_once(':'), turn_number(turn)) else {
         return Vec::new();
     };
     (1..=width)

@@ -1692,6 +1692,39 @@ fn a_statement_outranks_questions_that_share_its_words() {
 }
 
 #[test]
+fn a_sessions_first_turn_is_preferred_to_a_like_one_later() {
+    let first = |opening_boost: f64| {
+        let (world, u, a) = pair_in(World::with(
+            Roles::offline(),
+            PipelineConfig {
+                opening_boost,
+                ..PipelineConfig::default()
+            },
+        ));
+        let said = [
+            (
+                "D1:1",
+                "We adopted a kitten from the shelter yesterday, Miso.",
+            ),
+            ("D1:2", "What a lovely thing to do."),
+            ("D1:3", "We adopted a kitten from the shelter, Miso."),
+        ];
+        for (id, text) in said {
+            let speaker = if id == "D1:2" { "Assistant" } else { "Dana" };
+            world.say(u, a, id, speaker, text, "2023-06-01");
+        }
+        let hits = world.recall_turns(u, a, "What did Dana adopt from the shelter?", 6);
+        hits.into_iter()
+            .find(|(_, _, content)| content.starts_with("Dana: "))
+            .map(|(_, turns, _)| turns)
+    };
+    let opening = Some(vec!["D1:1".to_owned()]);
+    assert_eq!(first(PipelineConfig::default().opening_boost), opening);
+    // Off, the shorter turn's words weigh more.
+    assert_ne!(first(0.0), opening);
+}
+
+#[test]
 fn a_thread_two_turns_on_from_a_matching_statement_is_recalled_with_it() {
     let (world, u, a) = one_pair();
     let turns = [
@@ -3514,16 +3547,17 @@ fn a_when_question_prefers_the_turn_that_tells_a_time() {
     let (world, u, a) = one_pair();
     // The same words, bar one that tells a time: a longer turn ranks lower by words
     // alone, so it comes first only when a "when" question prefers what tells a time.
+    // None opens the session, which is preferred too.
     for i in 0..4 {
         let text = if i == 2 {
             "Signed up for a pottery class yesterday."
         } else {
             "Signed up for a pottery class."
         };
-        world.say(u, a, &format!("D1:{}", i + 1), "Dana", text, "2023-06-01");
+        world.say(u, a, &format!("D1:{}", i + 2), "Dana", text, "2023-06-01");
     }
     let hits = world.recall_turns(u, a, "When did Dana sign up for a pottery class?", 4);
-    assert_eq!(hits[0].1, ["D1:3"], "{hits:#?}");
+    assert_eq!(hits[0].1, ["D1:4"], "{hits:#?}");
 }
 
 #[test]
