@@ -179,8 +179,8 @@ pub struct PipelineConfig {
     /// How much more a session's first turn (`D3:1`), and a fact drawn from it alone,
     /// is preferred: it tells what happened since the last session ("Hey! I went to a
     /// support group yesterday"). In LoCoMo 4.6% of turns open a session and 10.4% of
-    /// evidence turns do (evidence recall@10 0.797 → 0.7995 at 0.15; 0.798 at 0.1,
-    /// 0.799 at 0.25).
+    /// evidence turns do (evidence recall@10 0.797 → 0.799 at 0.15, 0.798 at 0.1 and
+    /// at 0.25).
     pub opening_boost: f64,
     /// Add to the lexical query the members of the categories it names ("countries" →
     /// Spain, England …; see [`crate::categories`]): LoCoMo evidence recall@10 0.753 →
@@ -2019,7 +2019,7 @@ fn retention<'de, D: serde::Deserializer<'de>>(
     }
 }
 
-/// `context_width` from a configuration: at most [`MAX_CONTEXT_WIDTH`].
+/// `question_discount` from a configuration: a number from 0 to 1.
 fn question_discount<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<f64, D::Error> {
@@ -2032,6 +2032,7 @@ fn question_discount<'de, D: serde::Deserializer<'de>>(
     Ok(discount)
 }
 
+/// `context_width` from a configuration: at most [`MAX_CONTEXT_WIDTH`].
 fn context_width<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<u32, D::Error> {

@@ -169,9 +169,9 @@ pub fn sentences(text: &str) -> Vec<String> {
     out
 }
 
-/// The share of `text`, in characters, that asks: its sentences ending with `?`.
-/// "You drew it? What does it mean to you?" is all asking; "Love that purple! For
-/// walking or running?" half.
+/// The share of `text`, in characters, that asks: its sentences ending with `?` (or
+/// `?!`). "You drew it? What does it mean to you?" is all asking; "Love that purple!
+/// For walking or running?" half.
 pub fn asked_share(text: &str) -> f64 {
     let all: usize = text.chars().filter(|c| !c.is_whitespace()).count();
     if all == 0 {
@@ -179,7 +179,7 @@ pub fn asked_share(text: &str) -> f64 {
     }
     let asked: usize = sentences(text)
         .iter()
-        .filter(|s| s.ends_with('?'))
+        .filter(|s| s.trim_end_matches('!').ends_with('?'))
         .map(|s| s.chars().filter(|c| !c.is_whitespace()).count())
         .sum();
     asked as f64 / all as f64
@@ -370,6 +370,7 @@ mod tests {
         assert_eq!(asked_share("You drew it? What does it mean to you?"), 1.0);
         assert_eq!(asked_share("I ran the Berlin marathon."), 0.0);
         assert_eq!(asked_share(""), 0.0);
+        assert_eq!(asked_share("You did what?!"), 1.0);
         // "Love it!" is 7 characters without spaces, "Why?" 4.
         let share = asked_share("Love it! Why?");
         assert!((share - 4.0 / 11.0).abs() < 1e-9, "{share}");
