@@ -1642,81 +1642,82 @@ fn the_reply_to_a_question_about_a_matching_turn_is_recalled_with_it() {
     );
 }
 
+/// The source turns of the raw turn ranked first for `query` by a pipeline with
+/// `config`, after Dana and the assistant said `said` (id, speaker, text).
+fn first_turn_recalled(
+    config: PipelineConfig,
+    said: &[(&str, &str, &str)],
+    query: &str,
+) -> Option<Vec<String>> {
+    let (world, u, a) = pair_in(World::with(Roles::offline(), config));
+    for (id, speaker, text) in said {
+        world.say(u, a, id, speaker, text, "2023-06-01");
+    }
+    world
+        .recall_turns(u, a, query, 6)
+        .into_iter()
+        .find(|(_, _, content)| content.starts_with("Dana: ") || content.starts_with("Assistant: "))
+        .map(|(_, turns, _)| turns)
+}
+
 #[test]
 fn a_statement_outranks_questions_that_share_its_words() {
-    let recalled = |question_discount: f64| {
-        let (world, u, a) = pair_in(World::with(
-            Roles::offline(),
-            PipelineConfig {
-                question_discount,
-                ..PipelineConfig::default()
-            },
-        ));
-        let turns = [
-            (
-                "Dana",
-                "I ran the Berlin marathon in 2019; the crowds along the route were loud \
-                 the whole way and my legs gave out near the end.",
-            ),
-            ("Assistant", "That sounds like quite a day."),
-            (
-                "Dana",
-                "Is the Paris marathon flat? Do marathon runners like it? Should I run it?",
-            ),
-            (
-                "Assistant",
-                "Which marathon would you run next, the Paris marathon or the Rome marathon?",
-            ),
-        ];
-        world.converse(u, a, &turns, "2023-06-01");
-        // The turns alone: the fact drawn from the statement has no question to lose.
-        let mut hits = world.recall_turns(u, a, "Which marathon did Dana run?", 6);
-        hits.retain(|(_, _, content)| {
-            content.starts_with("Dana: ") || content.starts_with("Assistant: ")
-        });
-        hits
+    let said = [
+        (
+            "D1:1",
+            "Dana",
+            "I ran the Berlin marathon in 2019; the crowds along the route were loud \
+             the whole way and my legs gave out near the end.",
+        ),
+        ("D1:2", "Assistant", "That sounds like quite a day."),
+        (
+            "D1:3",
+            "Dana",
+            "Is the Paris marathon flat? Do marathon runners like it? Should I run it?",
+        ),
+        (
+            "D1:4",
+            "Assistant",
+            "Which marathon would you run next, the Paris marathon or the Rome marathon?",
+        ),
+    ];
+    let first = |question_discount| {
+        let config = PipelineConfig {
+            question_discount,
+            ..PipelineConfig::default()
+        };
+        first_turn_recalled(config, &said, "Which marathon did Dana run?")
     };
-    let hits = recalled(PipelineConfig::default().question_discount);
+    let statement = Some(vec!["D1:1".to_owned()]);
     assert_eq!(
-        hits.first().map(|(_, turns, _)| turns.clone()),
-        Some(vec!["D1:1".to_owned()]),
-        "the statement is not first: {hits:#?}"
+        first(PipelineConfig::default().question_discount),
+        statement
     );
     // Off, the questions' words carry them above it.
-    let hits = recalled(0.0);
-    assert_ne!(
-        hits.first().map(|(_, turns, _)| turns.clone()),
-        Some(vec!["D1:1".to_owned()]),
-        "{hits:#?}"
-    );
+    assert_ne!(first(0.0), statement);
 }
 
 #[test]
 fn a_sessions_first_turn_is_preferred_to_a_like_one_later() {
-    let first = |opening_boost: f64| {
-        let (world, u, a) = pair_in(World::with(
-            Roles::offline(),
-            PipelineConfig {
-                opening_boost,
-                ..PipelineConfig::default()
-            },
-        ));
-        let said = [
-            (
-                "D1:1",
-                "We adopted a kitten from the shelter yesterday, Miso.",
-            ),
-            ("D1:2", "What a lovely thing to do."),
-            ("D1:3", "We adopted a kitten from the shelter, Miso."),
-        ];
-        for (id, text) in said {
-            let speaker = if id == "D1:2" { "Assistant" } else { "Dana" };
-            world.say(u, a, id, speaker, text, "2023-06-01");
-        }
-        let hits = world.recall_turns(u, a, "What did Dana adopt from the shelter?", 6);
-        hits.into_iter()
-            .find(|(_, _, content)| content.starts_with("Dana: "))
-            .map(|(_, turns, _)| turns)
+    let said = [
+        (
+            "D1:1",
+            "Dana",
+            "We adopted a kitten from the shelter yesterday, Miso.",
+        ),
+        ("D1:2", "Assistant", "What a lovely thing to do."),
+        (
+            "D1:3",
+            "Dana",
+            "We adopted a kitten from the shelter, Miso.",
+        ),
+    ];
+    let first = |opening_boost| {
+        let config = PipelineConfig {
+            opening_boost,
+            ..PipelineConfig::default()
+        };
+        first_turn_recalled(config, &said, "What did Dana adopt from the shelter?")
     };
     let opening = Some(vec!["D1:1".to_owned()]);
     assert_eq!(first(PipelineConfig::default().opening_boost), opening);
