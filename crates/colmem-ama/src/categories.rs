@@ -8,9 +8,10 @@
 //! multi-hop questions: 0.415 → 0.462; overall 0.753 → 0.766).
 //!
 //! The lists are general knowledge (closed classes such as countries, US states,
-//! instruments, languages and processor lines; the best-known cities, sports, pets, desserts and
-//! pastimes; the words for children; a company's departments), not drawn from any data
-//! set; a category outside them is simply not expanded. The answerer reads them too: a
+//! instruments, languages and processor lines; the best-known cities, sports, pets, dog
+//! and cat breeds, desserts and pastimes; the words for children; a company's
+//! departments), not drawn from any data set; a category outside them is simply not
+//! expanded. The answerer reads them too: a
 //! member of the asked category answers for it ("accounts payable" for "which
 //! department").
 
@@ -303,6 +304,41 @@ pub const CATEGORIES: &[(&[&str], &[&str])] = &[
         ],
     ),
     (
+        &["dog", "dogs", "puppy", "puppies"],
+        &[
+            "beagle",
+            "labrador",
+            "retriever",
+            "poodle",
+            "terrier",
+            "collie",
+            "spaniel",
+            "husky",
+            "dachshund",
+            "corgi",
+            "pug",
+            "bulldog",
+            "chihuahua",
+            "shepherd",
+            "greyhound",
+            "whippet",
+            "schnauzer",
+            "rottweiler",
+            "doberman",
+            "boxer",
+            "dalmatian",
+            "labradoodle",
+            "cockapoo",
+            "mutt",
+        ],
+    ),
+    (
+        &["cat", "cats", "kitten", "kittens"],
+        &[
+            "tabby", "siamese", "persian", "ragdoll", "bengal", "sphynx", "calico", "tomcat",
+        ],
+    ),
+    (
         &["activities", "activity", "hobbies", "hobby"],
         &[
             "camping",
@@ -489,6 +525,7 @@ mod tests {
         let members = members_asked("Which instruments does Mel play, and in which cities?");
         assert!(members.contains(&"violin") && members.contains(&"paris"));
         assert!(members_asked("How did Mel feel about the concert?").is_empty());
+        assert!(members_asked("What's the name of Mel's dog?").contains(&"beagle"));
         assert!(members_asked("Which department does Mel work in?").contains(&"payable"));
         assert!(members_asked("What processor is in Mel's laptop?").contains(&"ryzen"));
         let both = members_asked("Which states and cities has Mel seen?");
