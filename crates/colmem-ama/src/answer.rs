@@ -1282,6 +1282,29 @@ mod tests {
     }
 
     #[test]
+    fn a_breed_answers_for_a_dog_and_a_word_that_begins_like_one_does_not() {
+        let evidence = [
+            fact_told(1, "Ottilie is learning Spanish.", "2023-03-03"),
+            fact_told(2, "Ottilie feeds her dog salmon kibble.", "2023-03-03"),
+        ];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("What does Ottilie feed her dog?", &refs, &[])
+            .unwrap();
+        assert_eq!(answer.evidence, [FragmentId(2)], "{}", answer.text);
+        let evidence = [fact_told(
+            1,
+            "Ottilie has a beagle called Pickle.",
+            "2023-03-03",
+        )];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("What's the name of Ottilie's dog?", &refs, &[])
+            .unwrap();
+        assert!(answer.text.contains("Pickle"), "{}", answer.text);
+    }
+
+    #[test]
     fn evidence_about_nothing_asked_answers_nothing() {
         let evidence = [fact_told(
             1,

@@ -176,11 +176,15 @@ pub struct PipelineConfig {
     /// 0.797, multi-hop 0.483 → 0.497).
     #[serde(deserialize_with = "question_discount")]
     pub question_discount: f64,
-    /// How much more a session's first turn (`D3:1`), and a fact drawn from it alone,
-    /// is preferred: it tells what happened since the last session ("Hey! I went to a
-    /// support group yesterday"). In LoCoMo 4.6% of turns open a session and 10.4% of
+    /// How much more a session's first turn, and a fact drawn from it alone, is
+    /// preferred: it tells what happened since the last session ("Hey! I went to a
+    /// support group yesterday"). The first turn is the one whose dialogue id ends in
+    /// `:1` (`D3:1`): turns numbered within their session, as `colmem import` and the
+    /// LoCoMo loader number them; `colmem remember` numbers turns across the store, so
+    /// only a store's first turn has that id. In LoCoMo 4.6% of turns open a session and 10.4% of
     /// evidence turns do (evidence recall@10 0.797 → 0.799 at 0.15, 0.798 at 0.1 and
     /// at 0.25).
+    #[serde(deserialize_with = "opening_boost")]
     pub opening_boost: f64,
     /// Add to the lexical query the members of the categories it names ("countries" →
     /// Spain, England …; see [`crate::categories`]): LoCoMo evidence recall@10 0.753 →
@@ -2032,6 +2036,19 @@ fn question_discount<'de, D: serde::Deserializer<'de>>(
     Ok(discount)
 }
 
+/// `opening_boost` from a configuration: a finite number, 0 or more.
+fn opening_boost<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<f64, D::Error> {
+    let boost = f64::deserialize(deserializer)?;
+    if !(boost.is_finite() && boost >= 0.0) {
+        return Err(serde::de::Error::custom(format!(
+            "opening_boost is a finite number, 0 or more, not {boost}"
+        )));
+    }
+    Ok(boost)
+}
+
 /// `context_width` from a configuration: at most [`MAX_CONTEXT_WIDTH`].
 fn context_width<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
@@ -2133,13 +2150,16 @@ struct Preference<'a> {
 }
 
 impl Preference<'_> {
-    /// Whether any preference may reorder the hits.
+    /// Whether anything besides the words may reorder the hits: a preference of the
+    /// query, or the weights of a turn's form ([`Pipeline::form_weight`]).
     fn reorders(&self) -> bool {
         let c = self.config;
         (!self.named.is_empty() && c.speaker_boost > 0.0)
             || (self.date.is_some() && c.time_boost > 0.0)
             || (self.date.is_some_and(|d| d.day.is_some()) && c.day_boost > 0.0)
             || (self.asks_when && c.when_boost > 0.0)
+            || c.question_discount > 0.0
+            || c.opening_boost > 0.0
     }
 
     /// The factor a hit's score is multiplied by.

@@ -698,6 +698,12 @@ mod tests {
                 .contains("question_discount is a number from 0 to 1, not 1.5"),
             "{err}"
         );
+        let err = load_text("[pipeline]\nopening_boost = -2.0\n", &[]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("opening_boost is a finite number, 0 or more, not -2"),
+            "{err}"
+        );
         assert_eq!(
             load_text("[pipeline]\nquestion_discount = 0.0\n", &[])
                 .unwrap()
