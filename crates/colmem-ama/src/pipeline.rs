@@ -2027,26 +2027,42 @@ fn retention<'de, D: serde::Deserializer<'de>>(
 fn question_discount<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<f64, D::Error> {
-    let discount = f64::deserialize(deserializer)?;
-    if !(0.0..=1.0).contains(&discount) {
-        return Err(serde::de::Error::custom(format!(
-            "question_discount is a number from 0 to 1, not {discount}"
-        )));
-    }
-    Ok(discount)
+    weight_in(
+        deserializer,
+        "question_discount",
+        "a number from 0 to 1",
+        |v| (0.0..=1.0).contains(&v),
+    )
 }
 
 /// `opening_boost` from a configuration: a finite number, 0 or more.
 fn opening_boost<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<f64, D::Error> {
-    let boost = f64::deserialize(deserializer)?;
-    if !(boost.is_finite() && boost >= 0.0) {
-        return Err(serde::de::Error::custom(format!(
-            "opening_boost is a finite number, 0 or more, not {boost}"
-        )));
+    weight_in(
+        deserializer,
+        "opening_boost",
+        "a finite number, 0 or more",
+        |v| v.is_finite() && v >= 0.0,
+    )
+}
+
+/// The weight `name` from a configuration when `admits` it, else an error saying it is
+/// `what` and what it was.
+fn weight_in<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+    name: &str,
+    what: &str,
+    admits: impl Fn(f64) -> bool,
+) -> std::result::Result<f64, D::Error> {
+    let value = f64::deserialize(deserializer)?;
+    if admits(value) {
+        Ok(value)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "{name} is {what}, not {value}"
+        )))
     }
-    Ok(boost)
 }
 
 /// `context_width` from a configuration: at most [`MAX_CONTEXT_WIDTH`].
