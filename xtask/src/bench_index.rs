@@ -381,6 +381,7 @@ pub fn run(args: &BenchIndexArgs) -> anyhow::Result<()> {
                     text: None,
                     k,
                     granularities: &[],
+                    begun_in: None,
                 },
                 filter,
             )?;
@@ -396,6 +397,7 @@ pub fn run(args: &BenchIndexArgs) -> anyhow::Result<()> {
                     text: None,
                     k,
                     granularities: &[],
+                    begun_in: None,
                 },
                 filter,
             )?;

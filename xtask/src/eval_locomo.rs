@@ -720,6 +720,7 @@ impl Pipelines<'_> {
                         text: Some(question),
                         k: FETCH,
                         granularities: &[Granularity::RawTurn],
+                        begun_in: None,
                     },
                     caller.filter(),
                 )?;

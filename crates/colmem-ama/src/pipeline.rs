@@ -23,10 +23,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use colmem_access::narrowest;
 use colmem_core::{
-    AgentId, Draft, Fragment, FragmentId, Granularity, Kind, NewFragment, Scope, Source, UserId,
-    Validity, View,
+    AgentId, Draft, Fragment, FragmentId, Granularity, Kind, NewFragment, ReadFilter, Scope,
+    Source, UserId, Validity, View,
 };
-use colmem_index::{HybridIndex, Query, Signal};
+use colmem_index::{Hit, HybridIndex, Query, Signal};
 use colmem_llm::{ChatModel, Embedder};
 use colmem_store::{Delete, FragmentStore, Interaction, ListQuery, Order, Supersede};
 use serde::{Deserialize, Serialize};
@@ -190,6 +190,13 @@ pub struct PipelineConfig {
     /// Spain, England …; see [`crate::categories`]): LoCoMo evidence recall@10 0.753 →
     /// 0.766, multi-hop 0.415 → 0.462.
     pub expand_categories: bool,
+    /// When a query names a date with its year ("on 25 May, 2022", "in May 2023"),
+    /// also search only what was told then (the week either side of a day; a month
+    /// and the month after it), so that time's talk comes in even when it shares few
+    /// words with the query: "What did Nate do for Joanna on 25 May, 2022?" → "I got
+    /// this new pup for you!" (LoCoMo evidence recall@10 0.799 → 0.803, recall@5
+    /// 0.708 → 0.716). The narrowing runs inside the search, under the read filter.
+    pub dated_search: bool,
 }
 
 impl Default for PipelineConfig {
@@ -213,6 +220,7 @@ impl Default for PipelineConfig {
             expand_categories: true,
             question_discount: 0.7,
             opening_boost: 0.15,
+            dated_search: true,
         }
     }
 }
@@ -1012,6 +1020,10 @@ impl Pipeline {
             date: named_date(&plan.rewritten),
             asks_when: crate::answer::asks_for_date(&plan.rewritten),
         };
+        let told = prefer
+            .date
+            .filter(|_| self.config.dated_search)
+            .and_then(NamedDate::interval);
         // A preference reorders the hits: search deeper so what ranked just below k
         // can rise into it.
         let depth = if prefer.reorders() { k * 2 } else { k };
@@ -1053,15 +1065,14 @@ impl Pipeline {
         for (round, step) in steps.into_iter().enumerate() {
             let (kind, fresh) = match step {
                 Step::Search(kind, granularities) => {
-                    let hits = self.index.search(
-                        &Query {
-                            vector: Some(&vector),
-                            text: Some(&lexical),
-                            k: depth,
-                            granularities: &granularities,
-                        },
-                        &filter,
-                    )?;
+                    let query = Query {
+                        vector: Some(&vector),
+                        text: Some(&lexical),
+                        k: depth,
+                        granularities: &granularities,
+                        begun_in: None,
+                    };
+                    let hits = self.search_then(&query, &filter, told)?;
                     let mut fresh = Vec::new();
                     for hit in hits.into_iter().filter(|h| seen.insert(h.id)) {
                         // A fragment deleted since the index caught up is gone, not an error.
@@ -1147,6 +1158,35 @@ impl Pipeline {
             rounds,
             hits: found,
         })
+    }
+
+    /// The hits of `query` and, when the query names a time (`told`), the best of what
+    /// was told then, scored among that time's fragments as the whole search scores
+    /// the rest: a day's talk that shares few words with the query still comes in,
+    /// where the whole store holds better matches for them. A hit found both ways
+    /// keeps its higher score. Both searches run under `filter`.
+    fn search_then(
+        &self,
+        query: &Query<'_>,
+        filter: &ReadFilter,
+        told: Option<Validity>,
+    ) -> Result<Vec<Hit>> {
+        let mut hits = self.index.search(query, filter)?;
+        let Some(told) = told else {
+            return Ok(hits);
+        };
+        let then = Query {
+            begun_in: Some(told),
+            ..*query
+        };
+        for hit in self.index.search(&then, filter)? {
+            match hits.iter_mut().find(|h| h.id == hit.id) {
+                Some(found) if found.fused >= hit.fused => {}
+                Some(found) => *found = hit,
+                None => hits.push(hit),
+            }
+        }
+        Ok(hits)
     }
 
     /// The factor a hit's score is multiplied by for its form, whatever its words:
@@ -1939,6 +1979,10 @@ const REPLACED_LOOKBACK: usize = 200;
 /// from it was replaced.
 const OUTDATED_TURN_WEIGHT: f64 = 0.5;
 
+/// How many days either side of a day a query names [`PipelineConfig::dated_search`]
+/// searches.
+const DATED_SEARCH_DAYS: i64 = 7;
+
 /// Each draft through the write rule and the write policy; a draft the policy
 /// withholds is refused ([`colmem_access::AccessError::Withheld`]), so nothing is
 /// written.
@@ -2219,6 +2263,32 @@ struct NamedDate {
     month: i8,
     day: Option<i8>,
     year: Option<i16>,
+}
+
+impl NamedDate {
+    /// The world time it names, when it gives a year: its month and the month after
+    /// (as [`told_in`] reads a month), or the week either side of its day (what
+    /// happened on a day is told in the days after it, and a day's talk tells of the
+    /// days before it: "last weekend before April 10").
+    fn interval(self) -> Option<Validity> {
+        let first = jiff::civil::Date::new(self.year?, self.month, self.day.unwrap_or(1)).ok()?;
+        let (start, end) = match self.day {
+            Some(_) => {
+                let week = jiff::Span::new().days(DATED_SEARCH_DAYS);
+                (
+                    first.checked_sub(week).ok()?,
+                    first.checked_add(week).ok()?.tomorrow().ok()?,
+                )
+            }
+            None => (first, first.checked_add(jiff::Span::new().months(2)).ok()?),
+        };
+        let millis = |d: jiff::civil::Date| {
+            d.to_zoned(jiff::tz::TimeZone::UTC)
+                .ok()
+                .map(|z| colmem_core::Timestamp::from_millis(z.timestamp().as_millisecond()))
+        };
+        Validity::new(millis(start)?, Some(millis(end)?)).ok()
+    }
 }
 
 /// The first date a query names: "in June" → June; "May 2023" → May 2023; "on 7 July,
@@ -2544,5 +2614,22 @@ mod tests {
             year: None,
         };
         assert!(!told_on(at("2023-07-07"), month));
+    }
+
+    #[test]
+    fn a_dated_search_reads_the_week_around_a_day_or_a_month_and_the_next() {
+        let at = |s: &str| colmem_core::Timestamp::parse(s).unwrap();
+        let interval = |query| named_date(query).and_then(NamedDate::interval);
+        let day = Validity::new(at("2022-05-18"), Some(at("2022-06-02"))).unwrap();
+        assert_eq!(interval("What did Nate do on 25 May, 2022?"), Some(day));
+        // Across a year's end: December and January.
+        let month = Validity::new(at("2022-12-01"), Some(at("2023-02-01"))).unwrap();
+        assert_eq!(
+            interval("What did Nate cook in December 2022?"),
+            Some(month)
+        );
+        // Without a year, no one interval is named.
+        assert_eq!(interval("What did Nate do on 25 May?"), None);
+        assert_eq!(interval("What did Nate do in June?"), None);
     }
 }

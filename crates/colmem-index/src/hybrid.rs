@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use colmem_core::{
-    Change, ChangeFeed, ChangeOp, FragmentId, FragmentMeta, Granularity, ReadFilter, StoredFragment,
+    Change, ChangeFeed, ChangeOp, FragmentId, FragmentMeta, Granularity, ReadFilter,
+    StoredFragment, Validity,
 };
 use roaring::RoaringTreemap;
 
@@ -214,6 +215,9 @@ pub struct Query<'a> {
     /// Like the read filter, the narrowing happens inside the search (the plan
     /// counts the narrowed set), so a rare granularity still gets its true top-k.
     pub granularities: &'a [Granularity],
+    /// Only fragments whose world-time validity begins in this interval (what was
+    /// told on a day or in a month), narrowed inside the search like `granularities`.
+    pub begun_in: Option<Validity>,
 }
 
 /// What opening an index did.
@@ -256,11 +260,20 @@ struct State {
 }
 
 impl State {
-    /// The fragments `filter` admits, narrowed to `granularities` (empty: all).
-    fn admitted_in(&self, filter: &ReadFilter, granularities: &[Granularity]) -> RoaringTreemap {
+    /// The fragments `filter` admits, narrowed to `granularities` (empty: all) and
+    /// to those whose validity begins in `begun_in`, if given.
+    fn admitted_in(
+        &self,
+        filter: &ReadFilter,
+        granularities: &[Granularity],
+        begun_in: Option<&Validity>,
+    ) -> RoaringTreemap {
         let mut admitted = self.postings.admitted(filter);
         if let Some(narrowing) = self.granularity.narrowing(granularities) {
             admitted &= narrowing;
+        }
+        if let Some(interval) = begun_in {
+            admitted &= self.postings.begun_in(interval);
         }
         admitted
     }
@@ -773,7 +786,7 @@ impl HybridIndex {
         filter: &ReadFilter,
         granularities: &[Granularity],
     ) -> RoaringTreemap {
-        self.read().admitted_in(filter, granularities)
+        self.read().admitted_in(filter, granularities, None)
     }
 
     /// Scopes holding more vectors than this get a partition graph (the backend's setting).
@@ -873,7 +886,7 @@ impl HybridIndex {
     /// The plan a search under `filter` narrowed to `granularities` would use.
     pub fn plan_in(&self, filter: &ReadFilter, granularities: &[Granularity]) -> Plan {
         let state = self.read();
-        let admitted = state.admitted_in(filter, granularities);
+        let admitted = state.admitted_in(filter, granularities, None);
         self.plan_for(&state, filter, &admitted).0
     }
 
@@ -920,7 +933,7 @@ impl HybridIndex {
         }
         let (admitted, plan, cover) = {
             let state = self.read();
-            let admitted = state.admitted_in(filter, query.granularities);
+            let admitted = state.admitted_in(filter, query.granularities, query.begun_in.as_ref());
             let (plan, cover) = self.plan_for(&state, filter, &admitted);
             (admitted, plan, cover)
         };

@@ -48,6 +48,8 @@ pub struct AccessPostings {
     deleted: RoaringTreemap,
     bounded_validity: RoaringTreemap,
     created: BTreeSet<(Timestamp, u64)>,
+    /// Every fragment by the start of its world-time validity.
+    begins: BTreeSet<(Timestamp, u64)>,
     latest_created: Timestamp,
     latest_mark: Timestamp,
 }
@@ -100,6 +102,7 @@ impl Default for AccessPostings {
             deleted: RoaringTreemap::new(),
             bounded_validity: RoaringTreemap::new(),
             created: BTreeSet::new(),
+            begins: BTreeSet::new(),
             latest_created: Timestamp::MIN,
             latest_mark: Timestamp::MIN,
         }
@@ -184,6 +187,7 @@ impl AccessPostings {
             self.bounded_validity.insert(id);
         }
         self.created.insert((meta.created_at, id));
+        self.begins.insert((meta.validity.from(), id));
         self.latest_created = self.latest_created.max(meta.created_at);
         self.metas.insert(id, meta);
     }
@@ -229,7 +233,22 @@ impl AccessPostings {
         self.deleted.remove(id);
         self.bounded_validity.remove(id);
         self.created.remove(&(meta.created_at, id));
+        self.begins.remove(&(meta.validity.from(), id));
         true
+    }
+
+    /// The fragments whose world-time validity begins in `interval`: what was told
+    /// of a day or a month, whatever its version state (the read filter decides that).
+    pub fn begun_in(&self, interval: &Validity) -> RoaringTreemap {
+        let start = (interval.from(), 0);
+        match interval.until() {
+            Some(until) => self
+                .begins
+                .range(start..(until, 0))
+                .map(|&(_, id)| id)
+                .collect(),
+            None => self.begins.range(start..).map(|&(_, id)| id).collect(),
+        }
     }
 
     /// Fragments created strictly after `t`.

@@ -339,14 +339,17 @@ proptest! {
                     prop_assert!(!every.iter().any(|f| oracle_visible(&world.events, *u, *a, world.clock.now(), f)));
                     continue;
                 };
-                let recall = world.pipeline.recall(&caller, "spare key garden", &RecallOptions {
-                    k: Some(total),
-                    granularities: Some(vec![Granularity::RawTurn, Granularity::Fact, Granularity::Episode, Granularity::Profile]),
-                    ..RecallOptions::default()
-                }).unwrap();
-                let got: BTreeSet<FragmentId> = recall.hits.iter().map(|h| h.fragment.id).collect();
                 let want: BTreeSet<FragmentId> = every.iter().filter(|f| oracle_visible(&world.events, *u, *a, caller.now(), f)).map(|f| f.id).collect();
-                prop_assert_eq!(got, want, "user {} agent {}", u, a);
+                // The second names a day, so the search of what was told then runs too.
+                for query in ["spare key garden", "Where did Kim keep the spare key on 1 May, 2025?"] {
+                    let recall = world.pipeline.recall(&caller, query, &RecallOptions {
+                        k: Some(total),
+                        granularities: Some(vec![Granularity::RawTurn, Granularity::Fact, Granularity::Episode, Granularity::Profile]),
+                        ..RecallOptions::default()
+                    }).unwrap();
+                    let got: BTreeSet<FragmentId> = recall.hits.iter().map(|h| h.fragment.id).collect();
+                    prop_assert_eq!(&got, &want, "user {} agent {} query {:?}", u, a, query);
+                }
             }
         }
     }
@@ -4517,4 +4520,44 @@ fn redacted_people_are_never_taken_for_one_another() {
             );
         }
     }
+}
+
+#[test]
+fn the_talk_of_a_day_a_question_names_comes_in_whatever_its_words() {
+    let recalled = |dated_search| {
+        let config = PipelineConfig {
+            dated_search,
+            ..PipelineConfig::default()
+        };
+        let (world, u, a) = pair_in(World::with(Roles::offline(), config));
+        // Forty turns that share the question's words, told on another day.
+        for i in 0..40 {
+            let text = format!("My sister and I did crossword number {i} together.");
+            world.say(u, a, &format!("D1:{}", i + 1), "Dana", &text, "2023-05-01");
+        }
+        world.say(
+            u,
+            a,
+            "D2:1",
+            "Dana",
+            "Look, I got Ana a new pup!",
+            "2023-05-25",
+        );
+        world.say(
+            u,
+            a,
+            "D2:2",
+            "Assistant",
+            "Adorable! Is it a beagle?",
+            "2023-05-25",
+        );
+        world.recall_turns(u, a, "What did Dana do for her sister on 25 May, 2023?", 6)
+    };
+    let told_that_day =
+        |hits: &[(f64, Vec<String>, String)]| hits.iter().any(|(_, turns, _)| turns == &["D2:1"]);
+    let hits = recalled(true);
+    assert!(told_that_day(&hits), "the day's turn is missing: {hits:#?}");
+    // Without the search of that day, the turns that share the words fill the k.
+    let without = recalled(false);
+    assert!(!told_that_day(&without), "{without:#?}");
 }

@@ -86,6 +86,7 @@ fn ids(index: &HybridIndex, text: &str, view: View) -> Vec<u64> {
                 text: Some(text),
                 k: 100,
                 granularities: &[],
+                begun_in: None,
             },
             &filter().with_view(view),
         )
@@ -106,6 +107,7 @@ fn vector_hits(index: &HybridIndex, vector: &[f32]) -> Vec<colmem_index::Hit> {
                 text: None,
                 k: 100,
                 granularities: &[],
+                begun_in: None,
             },
             &filter().with_view(View::AllVersions),
         )
@@ -310,6 +312,7 @@ fn damage_and_reopen(damage: impl Fn(&Path)) {
                     text: None,
                     k: 5,
                     granularities: &[],
+                    begun_in: None,
                 },
                 &filter(),
             )
@@ -338,6 +341,7 @@ fn damage_and_reopen(damage: impl Fn(&Path)) {
                     text: None,
                     k: 5,
                     granularities: &[],
+                    begun_in: None,
                 },
                 &filter(),
             )
@@ -510,6 +514,7 @@ fn fact_ids(index: &HybridIndex, text: Option<&str>, vector: Option<&[f32]>) -> 
         text,
         k: 100,
         granularities: &[Granularity::Fact],
+        begun_in: None,
     };
     let mut ids: Vec<u64> = index
         .search(&query, &filter())

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use colmem_core::{Granularity, ReadFilter, Scope, StoredFragment};
+use colmem_core::{Granularity, ReadFilter, Scope, StoredFragment, Timestamp, Validity};
 use colmem_index::{
     FlatIndex, FusionConfig, HybridConfig, HybridIndex, LexicalIndex, MemoryBm25, PlannerConfig,
     Query, Strategy, VectorIndex,
@@ -92,6 +92,14 @@ fn granularity(i: usize) -> Granularity {
     }
 }
 
+/// When fragment `i`'s world-time validity begins: one of 30 days, so a window of
+/// days holds a share of every reader's fragments.
+fn begins(i: usize) -> Timestamp {
+    Timestamp::from_millis((i % 30) as i64 * DAY_MS)
+}
+
+const DAY_MS: i64 = 86_400_000;
+
 fn corpus() -> &'static Vec<StoredFragment> {
     static CORPUS: OnceLock<Vec<StoredFragment>> = OnceLock::new();
     CORPUS.get_or_init(|| {
@@ -102,6 +110,7 @@ fn corpus() -> &'static Vec<StoredFragment> {
                 let mut stored =
                     fragment(i as u64 + 1, &access(i), &text(i), Some(v), "test-embedder");
                 stored.fragment.granularity = granularity(i);
+                stored.fragment.validity = Validity::since(begins(i));
                 stored
             })
             .collect()
@@ -269,6 +278,7 @@ fn check_recall_at_least(
                         text: None,
                         k: K,
                         granularities: &[],
+                        begun_in: None,
                     },
                     &filter,
                 )
@@ -429,6 +439,7 @@ mod hnsw {
             text: None,
             k: K,
             granularities: &[],
+            begun_in: None,
         };
         let hits = index.search(&query, &team).unwrap();
         assert!(is_partitioned(&hits[0].plan.strategy), "{:?}", hits[0].plan);
@@ -511,6 +522,7 @@ fn filtered_bm25_returns_the_exact_filtered_top_k() {
                             text: Some(words),
                             k: K,
                             granularities: &[],
+                            begun_in: None,
                         },
                         &filter,
                     )
@@ -585,6 +597,7 @@ fn fuse_and_explain(
                     text: Some(&words),
                     k: K,
                     granularities: &[],
+                    begun_in: None,
                 },
                 filter,
             )
@@ -635,6 +648,7 @@ fn fuse_and_explain(
                     text: None,
                     k: K,
                     granularities: &[],
+                    begun_in: None,
                 },
                 filter,
             )
@@ -660,6 +674,7 @@ fn a_query_needs_a_signal_and_an_empty_filter_returns_nothing() {
                     text: None,
                     k: 3,
                     granularities: &[],
+                    begun_in: None,
                 },
                 filter
             )
@@ -675,6 +690,7 @@ fn a_query_needs_a_signal_and_an_empty_filter_returns_nothing() {
                     text: None,
                     k: 3,
                     granularities: &[],
+                    begun_in: None,
                 },
                 &nobody
             )
@@ -705,6 +721,7 @@ proptest! {
     fn nothing_outside_the_filter_is_ever_returned(
         u in 0usize..4, a in 0usize..5, agents in 0u8..32, resources in 0u8..4, groups in 0u8..4,
         q in 0usize..N, words in 0usize..16, k in 1usize..40, kinds in 0u8..32,
+        window in proptest::option::of((0i64..32, 1i64..10)),
     ) {
         let users = [user("u-fill"), user("u-mid"), user("u-tiny"), user("u-other")];
         let all_agents = [agent("a-team"), agent("a-mid"), agent("a-tiny"), agent("a-one"), agent("a-fill")];
@@ -721,14 +738,28 @@ proptest! {
         let records = corpus();
         let vector = records[q].embedding.as_ref().unwrap().vector.clone();
         let index = shared_hybrid();
-        let query = Query { vector: Some(&vector), text: Some(WORDS[words]), k, granularities: &granularities };
+        // Days [first, first + days): the window may start before or run past the corpus.
+        let begun_in = window.map(|(first, days)| {
+            Validity::new(
+                Timestamp::from_millis((first - 1) * DAY_MS),
+                Some(Timestamp::from_millis((first - 1 + days) * DAY_MS)),
+            )
+            .unwrap()
+        });
+        let query = Query { vector: Some(&vector), text: Some(WORDS[words]), k, granularities: &granularities, begun_in };
         let hits = index.search(&query, &filter).unwrap();
-        let admitted = records.iter().filter(|r| in_scope(r, &filter, &granularities)).count();
-        prop_assert_eq!(index.admitted_in(&filter, &granularities).len(), admitted as u64);
+        let wanted = |r: &StoredFragment| {
+            in_scope(r, &filter, &granularities)
+                && begun_in.is_none_or(|w| w.contains(r.fragment.validity.from()))
+        };
+        let admitted = records.iter().filter(|r| wanted(r)).count();
+        if begun_in.is_none() {
+            prop_assert_eq!(index.admitted_in(&filter, &granularities).len(), admitted as u64);
+        }
         prop_assert_eq!(hits.len(), k.min(admitted));
         for hit in hits {
             prop_assert_eq!(hit.plan.admitted, admitted as u64);
-            prop_assert!(in_scope(&records[hit.id.0 as usize - 1], &filter, &granularities));
+            prop_assert!(wanted(&records[hit.id.0 as usize - 1]));
         }
     }
 }
@@ -767,6 +798,7 @@ fn check_granularity_recall(name: &str, index: &HybridIndex, floor: f64) {
                 text: None,
                 k: K,
                 granularities: &facts,
+                begun_in: None,
             };
             let hits = index.search(&query, &filter).unwrap();
             let truth = oracle_in(q, &filter, &facts);
@@ -861,6 +893,7 @@ fn a_rare_granularity_gets_its_exact_bm25_top_k() {
                     text: Some(words),
                     k: K,
                     granularities: &facts,
+                    begun_in: None,
                 };
                 let hits = index.search(&query, &filter).unwrap();
                 let all = lexical.search(words, N, &colmem_index::Admit::All).unwrap();
@@ -908,6 +941,7 @@ fn a_huge_k_returns_what_the_filter_admits_and_no_more() {
             text: Some(&records[0].fragment.content),
             k: usize::MAX,
             granularities: &[],
+            begun_in: None,
         };
         let hits = index.search(&query, &filter).unwrap();
         assert!(
