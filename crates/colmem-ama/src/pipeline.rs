@@ -121,6 +121,7 @@ pub struct PipelineConfig {
     /// How many neighbouring turns on each side a related-turn round adds.
     pub neighbours: u32,
     /// Weight of the judge's relevance against the fused rank score when rounds merge.
+    #[serde(deserialize_with = "relevance_weight")]
     pub relevance_weight: f64,
     /// Search only the route's granularity first (the AMA paper's routing), trying the
     /// others in later rounds. Off by default: one search over the memory granularities
@@ -129,16 +130,19 @@ pub struct PipelineConfig {
     pub exclusive_routing: bool,
     /// How much the route's granularity is preferred when several granularities are searched
     /// (LoCoMo evidence recall@10: 0.614 at 0.25, 0.627 at 0.1, 0.628 at 0).
+    #[serde(deserialize_with = "route_boost")]
     pub route_boost: f64,
     /// How much what a person the query names said (their turns, facts and profile)
     /// is preferred over what others said. Questions about a person are mostly
     /// answered by their own words: on the LoCoMo dev conversations, 96% of the
     /// evidence turns of a question naming one speaker are that speaker's. One named
     /// only after "to", "with", "for", "about" or "from" counts when no one else is.
+    #[serde(deserialize_with = "speaker_boost")]
     pub speaker_boost: f64,
     /// The turn after a hit that asks a question (its reply, where the answer
     /// usually is) ranks at least this share of the question's score; 0 turns it off.
     /// LoCoMo evidence recall@10: 0.629 off, 0.659 at 0.7, 0.676 at 0.9, 0.665 at 1.
+    #[serde(deserialize_with = "reply_weight")]
     pub reply_weight: f64,
     /// Embed only the query's content words, not its function words: right for the
     /// lexical offline embedder, whose vectors would otherwise match any question
@@ -147,19 +151,23 @@ pub struct PipelineConfig {
     pub embed_content_words: bool,
     /// How much what was said in the month a query names ("in June", "May 2023"),
     /// or in the month after it, is preferred (LoCoMo evidence recall@10 0.693 → 0.698).
+    #[serde(deserialize_with = "time_boost")]
     pub time_boost: f64,
     /// How much more what was said on the day a query names ("on 7 July, 2023",
     /// "August 3", "8th December") is preferred, on top of `time_boost`: a question
     /// about what someone said or did on a day is answered by that day's talk.
+    #[serde(deserialize_with = "day_boost")]
     pub day_boost: f64,
     /// How much what tells a time ("yesterday", "last week", "in May 2023") is
     /// preferred for a question that asks when: its answer is a time, and the
     /// statement that holds it usually says one (LoCoMo evidence recall@10 on
     /// temporal questions 0.889 → 0.902).
+    #[serde(deserialize_with = "when_boost")]
     pub when_boost: f64,
     /// The turns either side of a hit that asks nothing rank at least this share of
     /// its score; 0 turns it off. With it the reply to a neighbour is promoted too
     /// (LoCoMo evidence recall@25: 0.793 off, 0.816 at 0.5; recall@10 0.702 → 0.703).
+    #[serde(deserialize_with = "context_weight")]
     pub context_weight: f64,
     /// How many turns either side of such a hit are promoted; each turn further away
     /// ranks at least 0.8 times the share of the one before. A thread of conversation
@@ -2067,28 +2075,40 @@ fn retention<'de, D: serde::Deserializer<'de>>(
     }
 }
 
-/// `question_discount` from a configuration: a number from 0 to 1.
-fn question_discount<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> std::result::Result<f64, D::Error> {
-    weight_in(
-        deserializer,
-        "question_discount",
-        "a number from 0 to 1",
-        |v| (0.0..=1.0).contains(&v),
-    )
+/// The deserializers of the pipeline's weights, one per key: each refuses a value
+/// outside its range with an error naming the key, the range and the value.
+macro_rules! weights {
+    ($($name:ident: $what:literal, $admits:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "` from a configuration: ", $what, ".")]
+        fn $name<'de, D: serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> std::result::Result<f64, D::Error> {
+            weight_in(deserializer, stringify!($name), $what, $admits)
+        }
+    )*};
 }
 
-/// `opening_boost` from a configuration: a finite number, 0 or more.
-fn opening_boost<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> std::result::Result<f64, D::Error> {
-    weight_in(
-        deserializer,
-        "opening_boost",
-        "a finite number, 0 or more",
-        |v| v.is_finite() && v >= 0.0,
-    )
+/// A share of a score: a number from 0 to 1.
+fn share(v: f64) -> bool {
+    (0.0..=1.0).contains(&v)
+}
+
+/// A boost or a weight: a finite number, 0 or more.
+fn boost(v: f64) -> bool {
+    v.is_finite() && v >= 0.0
+}
+
+weights! {
+    relevance_weight: "a finite number, 0 or more", boost;
+    route_boost: "a finite number, 0 or more", boost;
+    speaker_boost: "a finite number, 0 or more", boost;
+    reply_weight: "a number from 0 to 1", share;
+    time_boost: "a finite number, 0 or more", boost;
+    day_boost: "a finite number, 0 or more", boost;
+    when_boost: "a finite number, 0 or more", boost;
+    context_weight: "a number from 0 to 1", share;
+    question_discount: "a number from 0 to 1", share;
+    opening_boost: "a finite number, 0 or more", boost;
 }
 
 /// The weight `name` from a configuration when `admits` it, else an error saying it is

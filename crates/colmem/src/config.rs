@@ -704,6 +704,27 @@ mod tests {
                 .contains("opening_boost is a finite number, 0 or more, not -2"),
             "{err}"
         );
+        for (line, refusal) in [
+            (
+                "speaker_boost = -0.5",
+                "speaker_boost is a finite number, 0 or more, not -0.5",
+            ),
+            (
+                "day_boost = inf",
+                "day_boost is a finite number, 0 or more, not inf",
+            ),
+            (
+                "reply_weight = 2.0",
+                "reply_weight is a number from 0 to 1, not 2",
+            ),
+            (
+                "context_weight = -0.1",
+                "context_weight is a number from 0 to 1, not -0.1",
+            ),
+        ] {
+            let err = load_text(&format!("[pipeline]\n{line}\n"), &[]).unwrap_err();
+            assert!(err.to_string().contains(refusal), "{line}: {err}");
+        }
         assert_eq!(
             load_text("[pipeline]\nquestion_discount = 0.0\n", &[])
                 .unwrap()
