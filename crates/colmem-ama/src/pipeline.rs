@@ -1080,7 +1080,7 @@ impl Pipeline {
                         granularities: &granularities,
                         begun_in: None,
                     };
-                    let hits = self.search_then(&query, &filter, told)?;
+                    let hits = self.search_with_told(&query, &filter, told)?;
                     let mut fresh = Vec::new();
                     for hit in hits.into_iter().filter(|h| seen.insert(h.id)) {
                         // A fragment deleted since the index caught up is gone, not an error.
@@ -1171,9 +1171,12 @@ impl Pipeline {
     /// The hits of `query` and, when the query names a time (`told`), the best of what
     /// was told then, scored among that time's fragments as the whole search scores
     /// the rest: a day's talk that shares few words with the query still comes in,
-    /// where the whole store holds better matches for them. A hit found both ways
-    /// keeps its higher score. Both searches run under `filter`.
-    fn search_then(
+    /// where the whole store holds better matches for them. So the best of that time
+    /// ranks like the best of the store, as the query names that time (weighting it
+    /// down loses evidence: LoCoMo recall@10 0.803 at 1, 0.802 at 0.75, 0.801 at 0.5).
+    /// A hit found both ways keeps its higher score, and the signals and plan of the
+    /// search that gave it. Both searches run under `filter`.
+    fn search_with_told(
         &self,
         query: &Query<'_>,
         filter: &ReadFilter,
@@ -2075,40 +2078,41 @@ fn retention<'de, D: serde::Deserializer<'de>>(
     }
 }
 
-/// The deserializers of the pipeline's weights, one per key: each refuses a value
-/// outside its range with an error naming the key, the range and the value.
+/// The deserializers of the pipeline's weights, one per key and its [`WeightRange`]: each
+/// refuses a value outside the range with an error naming the key, the range and the
+/// value.
 macro_rules! weights {
-    ($($name:ident: $what:literal, $admits:expr;)*) => {$(
-        #[doc = concat!("`", stringify!($name), "` from a configuration: ", $what, ".")]
+    ($($name:ident: $range:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "` from a configuration, in its range.")]
         fn $name<'de, D: serde::Deserializer<'de>>(
             deserializer: D,
         ) -> std::result::Result<f64, D::Error> {
-            weight_in(deserializer, stringify!($name), $what, $admits)
+            let (what, admits) = $range;
+            weight_in(deserializer, stringify!($name), what, admits)
         }
     )*};
 }
 
-/// A share of a score: a number from 0 to 1.
-fn share(v: f64) -> bool {
-    (0.0..=1.0).contains(&v)
-}
+/// What a weight may be: its description and its check.
+type WeightRange = (&'static str, fn(f64) -> bool);
 
-/// A boost or a weight: a finite number, 0 or more.
-fn boost(v: f64) -> bool {
-    v.is_finite() && v >= 0.0
-}
+/// A share of a score.
+const SHARE: WeightRange = ("a number from 0 to 1", |v| (0.0..=1.0).contains(&v));
+
+/// A boost or a weight.
+const BOOST: WeightRange = ("a finite number, 0 or more", |v| v.is_finite() && v >= 0.0);
 
 weights! {
-    relevance_weight: "a finite number, 0 or more", boost;
-    route_boost: "a finite number, 0 or more", boost;
-    speaker_boost: "a finite number, 0 or more", boost;
-    reply_weight: "a number from 0 to 1", share;
-    time_boost: "a finite number, 0 or more", boost;
-    day_boost: "a finite number, 0 or more", boost;
-    when_boost: "a finite number, 0 or more", boost;
-    context_weight: "a number from 0 to 1", share;
-    question_discount: "a number from 0 to 1", share;
-    opening_boost: "a finite number, 0 or more", boost;
+    relevance_weight: BOOST;
+    route_boost: BOOST;
+    speaker_boost: BOOST;
+    reply_weight: SHARE;
+    time_boost: BOOST;
+    day_boost: BOOST;
+    when_boost: BOOST;
+    context_weight: SHARE;
+    question_discount: SHARE;
+    opening_boost: BOOST;
 }
 
 /// The weight `name` from a configuration when `admits` it, else an error saying it is
@@ -2648,7 +2652,20 @@ mod tests {
             interval("What did Nate cook in December 2022?"),
             Some(month)
         );
-        // Without a year, no one interval is named.
+        // A week that crosses a year's end, and a leap day.
+        let late = Validity::new(at("2022-12-21"), Some(at("2023-01-05"))).unwrap();
+        assert_eq!(
+            interval("What did Nate do on 28 December, 2022?"),
+            Some(late)
+        );
+        let leap = Validity::new(at("2024-02-22"), Some(at("2024-03-08"))).unwrap();
+        assert_eq!(
+            interval("What did Nate do on 29 February, 2024?"),
+            Some(leap)
+        );
+        // A day that does not exist, or a date without a year, names no interval.
+        assert_eq!(interval("What did Nate do on 29 February, 2023?"), None);
+        assert_eq!(interval("What did Nate do on 31 June, 2023?"), None);
         assert_eq!(interval("What did Nate do on 25 May?"), None);
         assert_eq!(interval("What did Nate do in June?"), None);
     }

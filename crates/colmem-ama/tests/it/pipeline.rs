@@ -340,7 +340,9 @@ proptest! {
                     continue;
                 };
                 let want: BTreeSet<FragmentId> = every.iter().filter(|f| oracle_visible(&world.events, *u, *a, caller.now(), f)).map(|f| f.id).collect();
-                // The second names a day, so the search of what was told then runs too.
+                // The second names a day, so the search of what was told then runs too and
+                // its merge must neither add nor lose a fragment. (That search's own
+                // narrowing under the filter is checked by the index's property test.)
                 for query in ["spare key garden", "Where did Kim keep the spare key on 1 May, 2025?"] {
                     let recall = world.pipeline.recall(&caller, query, &RecallOptions {
                         k: Some(total),

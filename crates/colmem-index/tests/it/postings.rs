@@ -1,4 +1,5 @@
-//! The admitted set from posting lists equals `ReadFilter::admits` on every fragment.
+//! The admitted set from posting lists equals `ReadFilter::admits` on every fragment,
+//! and the set begun in a window equals the validity starts inside it.
 
 use colmem_core::{FragmentMeta, ReadFilter, Scope, Validity, View};
 use colmem_index::AccessPostings;
@@ -141,6 +142,7 @@ proptest! {
         updates in proptest::collection::vec((0usize..60, meta_spec()), 0..10),
         removals in proptest::collection::vec(0usize..60, 0..10),
         filters in proptest::collection::vec(filter_spec(), 1..8),
+        windows in proptest::collection::vec((0i64..120, 1i64..60), 1..4),
     ) {
         let mut postings = AccessPostings::new();
         let mut live: std::collections::BTreeMap<u64, FragmentMeta> = Default::default();
@@ -171,6 +173,17 @@ proptest! {
                 .map(|(id, _)| *id)
                 .collect();
             prop_assert_eq!(admitted, oracle, "filter {:?}", spec);
+        }
+        // What began in a window, after the same upserts, updates and removals.
+        for (from, len) in windows {
+            let window = Validity::new(t(from), Some(t(from + len))).unwrap();
+            let began: Vec<u64> = postings.begun_in(&window).iter().collect();
+            let oracle: Vec<u64> = live
+                .iter()
+                .filter(|(_, meta)| window.contains(meta.validity.from()))
+                .map(|(id, _)| *id)
+                .collect();
+            prop_assert_eq!(began, oracle, "window {:?}", window);
         }
     }
 }
