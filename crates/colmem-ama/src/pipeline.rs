@@ -2440,9 +2440,14 @@ fn drawn_from(entry: &str, turns: &[String], fact: &Fragment) -> bool {
 
 /// The turn after `D3:7`: `D3:8` (`None` for an id without a turn number).
 fn next_turn(turn: &str) -> Option<String> {
-    let (session, index) = turn.rsplit_once(':')?;
-    let index: u32 = index.parse().ok()?;
+    let (session, index) = session_and_number(turn)?;
     Some(format!("{session}:{}", index.checked_add(1)?))
+}
+
+/// `D3` and 7 of `D3:7`; `None` for an id without a turn number.
+fn session_and_number(turn: &str) -> Option<(&str, u32)> {
+    let (session, index) = turn.rsplit_once(':')?;
+    Some((session, index.parse().ok()?))
 }
 
 /// `D3:7` and its neighbours `D3:6`, `D3:8` (within `width`), nearest first; other ids
@@ -2455,13 +2460,13 @@ fn neighbours(turn: &str, width: u32) -> Vec<String> {
 
 /// The number of a turn in its session: 7 of `D3:7`; `None` for an id without one.
 fn turn_number(turn: &str) -> Option<u32> {
-    turn.rsplit_once(':')?.1.parse().ok()
+    session_and_number(turn).map(|(_, number)| number)
 }
 
 /// The turns within `width` of `D3:7` but not it, each with its distance: (1, `D3:6`),
 /// (1, `D3:8`), (2, `D3:5`)…; none for an id without a turn number.
 fn around(turn: &str, width: u32) -> Vec<(i32, String)> {
-    let (Some((session, _)), Some(index)) = (turn.rsplit_once(':'), turn_number(turn)) else {
+    let Some((session, index)) = session_and_number(turn) else {
         return Vec::new();
     };
     (1..=width)
