@@ -1095,13 +1095,17 @@ fn behind(sentence: &str, said: Timestamp) -> Option<Timestamp> {
 
 /// The first moment (UTC) of the month `months` after the one `said` falls in.
 fn first_of_month(said: Timestamp, months: i64) -> Option<Timestamp> {
-    let start = utc_date(said)?
-        .first_of_month()
-        .checked_add(jiff::Span::new().months(months))
-        .ok()?
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .ok()?
-        .timestamp();
+    day_start(
+        utc_date(said)?
+            .first_of_month()
+            .checked_add(jiff::Span::new().months(months))
+            .ok()?,
+    )
+}
+
+/// The first moment (UTC) of `date`: the inverse of [`utc_date`].
+pub(crate) fn day_start(date: jiff::civil::Date) -> Option<Timestamp> {
+    let start = date.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp();
     Some(Timestamp::from_millis(start.as_millisecond()))
 }
 

@@ -35,8 +35,8 @@ use crate::answer::{Answer, Answerer, EvidenceSpan};
 use crate::caller::Caller;
 use crate::change::attributes;
 use crate::constructor::{
-    Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput, episode_parts,
-    tells_a_time, utc_date,
+    Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput, day_start,
+    episode_parts, tells_a_time, utc_date,
 };
 use crate::error::{Error, Result};
 use crate::judge::{Judge, OfflineJudge};
@@ -2306,12 +2306,7 @@ impl NamedDate {
             }
             None => (first, first.checked_add(jiff::Span::new().months(2)).ok()?),
         };
-        let millis = |d: jiff::civil::Date| {
-            d.to_zoned(jiff::tz::TimeZone::UTC)
-                .ok()
-                .map(|z| colmem_core::Timestamp::from_millis(z.timestamp().as_millisecond()))
-        };
-        Validity::new(millis(start)?, Some(millis(end)?)).ok()
+        Validity::new(day_start(start)?, Some(day_start(end)?)).ok()
     }
 }
 
