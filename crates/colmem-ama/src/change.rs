@@ -736,6 +736,15 @@ fn attribute_words(text: &str) -> Vec<String> {
                 {
                     "went well"
                 }
+                // "On the assembly line at Toyota": a maker after "at" employs.
+                w if CAR_MAKERS.contains(&w)
+                    && matches!(before(1), Some("at" | "for" | "joined")) =>
+                {
+                    "job"
+                }
+                // "The city history museum", "town hall": a city's institution, not a
+                // home.
+                "city" | "town" if at(i + 1).is_some_and(|w| CIVIC.contains(&w)) => "civic",
                 // A flat white is a coffee, not a home.
                 "flat" if at(i + 1) == Some("white") => "coffee",
                 // "Got my own place in Casablanca" is a home.
@@ -900,6 +909,7 @@ fn scored_attributes(ws: &[String]) -> Vec<(usize, usize, &'static str)> {
                     lexicon.contains(&w.trim_end_matches(NOT_AN_OCCUPATION))
                         // "I'm a nurse" is about work.
                         || (*name == "work" && is_occupation(w))
+                        || (*name == "car" && CAR_MAKERS.contains(&w.as_str()))
                 })
                 .count();
             (hits > 0).then_some((hits, i, *name))
@@ -908,6 +918,41 @@ fn scored_attributes(ws: &[String]) -> Vec<(usize, usize, &'static str)> {
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     scored
 }
+
+/// What a city or town has that says nothing of living there: "the city history
+/// museum", "town hall".
+const CIVIC: &[&str] = &[
+    "hall", "council", "centre", "center", "library", "museum", "history", "park", "square",
+    "tour", "guide", "map", "break", "bus", "marathon",
+];
+
+/// Makers whose name alone names a car ("my old Honda", "a Mazda CX-5 in my driveway"),
+/// and an employer after "at", "for" or "joined" ("on the assembly line at Toyota").
+const CAR_MAKERS: &[&str] = &[
+    "toyota",
+    "honda",
+    "mazda",
+    "nissan",
+    "subaru",
+    "hyundai",
+    "kia",
+    "ford",
+    "chevrolet",
+    "chevy",
+    "bmw",
+    "audi",
+    "volkswagen",
+    "vw",
+    "volvo",
+    "mercedes",
+    "porsche",
+    "jeep",
+    "fiat",
+    "peugeot",
+    "renault",
+    "skoda",
+    "lexus",
+];
 
 /// Change cues that as often say nothing of a change: "I got a new book", "into
 /// painting", "since then".
@@ -2289,6 +2334,31 @@ mod tests {
         assert_eq!(
             key_attributes("Quinn is a nurse at Mercy Hospital."),
             ["work"]
+        );
+    }
+
+    #[test]
+    fn a_maker_names_a_car_or_an_employer_and_a_citys_institution_no_home() {
+        assert_eq!(
+            key_attributes("I take my grey Honda Civic to the coast every weekend."),
+            ["car"]
+        );
+        assert_eq!(
+            key_attributes("It's a Mazda CX-5 in my driveway now."),
+            ["car"]
+        );
+        assert_eq!(
+            key_attributes("I supervise a shift on the assembly line at Toyota."),
+            ["work"]
+        );
+        assert_eq!(
+            key_attributes("Now I volunteer as a guide at the city history museum."),
+            ["work"]
+        );
+        assert!(key_attributes("We met in front of the town hall.").is_empty());
+        assert_eq!(
+            key_attributes("The town is quiet since we moved."),
+            ["home"]
         );
     }
 

@@ -415,6 +415,7 @@ const OCCUPATIONS: &[&str] = &[
     "engineer",
     "farmer",
     "firefighter",
+    "guide",
     "hygienist",
     "instructor",
     "journalist",

@@ -666,6 +666,50 @@ fn a_phone_named_by_its_maker_is_replaced_by_the_next() {
     assert!(then.iter().any(|f| f.content.contains("Nokia")));
 }
 
+/// A car named by its maker alone is replaced by the next; a maker after "at" is an
+/// employer, and a guide at the city museum is a job, not a home.
+#[test]
+fn a_car_named_by_its_maker_is_replaced_by_the_next_and_a_maker_may_employ() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "I take my grey Honda Civic to the coast every weekend.",
+                "2019-03-12",
+            ),
+            (
+                "D2:1",
+                "It's a Mazda CX-5 in my driveway now, and I'm not looking back.",
+                "2019-08-20",
+            ),
+            (
+                "D3:1",
+                "I supervise a shift on the assembly line at Toyota.",
+                "2019-09-01",
+            ),
+            (
+                "D4:1",
+                "Now I volunteer as a guide at the city history museum three days a week.",
+                "2020-06-30",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "Civic"));
+    assert!(world.recalls_current_fact(dana, helper, "Mazda"));
+    assert!(!world.recalls_current_fact(dana, helper, "Toyota"));
+    assert!(world.recalls_current_fact(dana, helper, "museum"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "Honda Civic",
+        View::WorldAsOf(Timestamp::parse("2019-04-01").unwrap()),
+    );
+    assert!(then.iter().any(|f| f.content.contains("Civic")));
+}
+
 /// Chat is full of words that sound like news and are not: "now that I'm a manager",
 /// "walking into a film", "getting lost in a book", "joined a group", "it looks like
 /// they have more room now", a step only thought of; nor does a switch to another
