@@ -742,6 +742,9 @@ fn attribute_words(text: &str) -> Vec<String> {
                 {
                     "job"
                 }
+                // "I run a small bookshop", "the bakery I run": a business one runs
+                // is one's work.
+                _ if runs_a_business(&ws, i) => "job",
                 // "The city history museum", "town hall": a city's institution, not a
                 // home.
                 "city" | "town" if at(i + 1).is_some_and(|w| CIVIC.contains(&w)) => "civic",
@@ -917,6 +920,99 @@ fn scored_attributes(ws: &[String]) -> Vec<(usize, usize, &'static str)> {
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     scored
+}
+
+/// Verbs of running a business ("I run a bookshop", "she owns a salon").
+pub(crate) const RUN: &[&str] = &["run", "runs", "running", "ran", "own", "owns", "owned"];
+
+/// The words of `text` that tell of running a business, in lower case: the verb and the
+/// business ("run" and "bookshop" of "I run a small bookshop").
+pub(crate) fn business_words(text: &str) -> Vec<String> {
+    let ws = lexicon_words(text);
+    (0..ws.len())
+        .filter(|&i| runs_a_business(&ws, i))
+        .map(|i| ws[i].clone())
+        .collect()
+}
+
+/// Whether the word at `i` of `ws` ([`lexicon_words`]) is a verb of running a business
+/// near one ("I run a small bookshop"), or a business near such a verb ("the bakery I
+/// run").
+fn runs_a_business(ws: &[String], i: usize) -> bool {
+    // "My own studio" is whose it is, not that one owns it; "a run past the bakery" is
+    // no running of it.
+    let not_a_verb = |j: usize| {
+        j.checked_sub(1).is_some_and(|k| {
+            matches!(
+                ws[k].as_str(),
+                "my" | "our" | "his" | "her" | "their" | "your" | "a" | "an" | "the" | "this"
+            ) || ws[k].ends_with("'s")
+                // `lexicon_words` gives a possessive and then its owner: "jon's", "jon".
+                || k.checked_sub(1).is_some_and(|p| ws[p] == format!("{}'s", ws[k]))
+        })
+    };
+    let is_run = |j: usize| RUN.contains(&ws[j].as_str()) && !not_a_verb(j);
+    // Within three words, with no preposition between: "ran to the store" is no
+    // running of it.
+    let near = |such: &dyn Fn(usize) -> bool| {
+        (1..=3).any(|k| {
+            [i.checked_add(k), i.checked_sub(k)]
+                .into_iter()
+                .flatten()
+                .filter(|&j| j < ws.len() && such(j))
+                .any(|j| {
+                    ws[i.min(j) + 1..i.max(j)]
+                        .iter()
+                        .all(|w| !TIES.contains(&w.as_str()))
+                })
+        })
+    };
+    (is_run(i) && near(&|j| is_business(&ws[j]))) || (is_business(&ws[i]) && near(&is_run))
+}
+
+/// Prepositions: what follows one is not the object of the verb before it.
+const TIES: &[&str] = &[
+    "to", "into", "past", "by", "through", "out", "from", "around", "across", "at", "in", "on",
+    "for", "with", "of", "over", "down", "up", "off",
+];
+
+/// Whether a word names a business one may run or own.
+fn is_business(word: &str) -> bool {
+    const BUSINESSES: &[&str] = &[
+        "business",
+        "company",
+        "firm",
+        "shop",
+        "store",
+        "bakery",
+        "bookshop",
+        "bookstore",
+        "cafe",
+        "café",
+        "restaurant",
+        "bar",
+        "pub",
+        "salon",
+        "boutique",
+        "gallery",
+        "clinic",
+        "practice",
+        "agency",
+        "startup",
+        "hotel",
+        "guesthouse",
+        "bistro",
+        "deli",
+        "brewery",
+        "vineyard",
+        "farm",
+        "studio",
+        "franchise",
+        "bakeries",
+        "shops",
+        "stores",
+    ];
+    BUSINESSES.contains(&word)
 }
 
 /// What a city or town has that says nothing of living there: "the city history
@@ -2360,6 +2456,29 @@ mod tests {
             key_attributes("The town is quiet since we moved."),
             ["home"]
         );
+    }
+
+    #[test]
+    fn a_business_one_runs_is_ones_work() {
+        for work in [
+            "The bakery I run with my partner opens at six.",
+            "These days I run a small bookshop in the old town instead.",
+            "She owns a hair salon now.",
+        ] {
+            assert_eq!(key_attributes(work)[0], "work", "{work}");
+        }
+        assert_eq!(
+            business_words("These days I run a small bookshop."),
+            ["run", "bookshop"]
+        );
+        // Whose it is, a run to it, a run past it: no running of a business.
+        for not_run in [
+            "My own studio gets the morning light.",
+            "I ran to the store for milk.",
+            "I went for a run past the bakery.",
+        ] {
+            assert!(business_words(not_run).is_empty(), "{not_run}");
+        }
     }
 
     #[test]

@@ -583,6 +583,14 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
             _ => i.checked_sub(1),
         };
         let before = owner_at.map(|j| ws[j].as_str());
+        // "The bakery I run with my partner", "moved in with my girlfriend": who comes
+        // along is not who does it.
+        if owner_at
+            .and_then(|j| j.checked_sub(1))
+            .is_some_and(|j| ws[j] == "with")
+        {
+            continue;
+        }
         return match before {
             Some(owner) if owner == possessive || matches!(owner, "my" | "our") => {
                 Subject::Relation(relation)
@@ -1378,6 +1386,18 @@ mod tests {
     #[test]
     fn a_sentence_about_someone_elses_relation_is_not_the_speakers() {
         assert_eq!(subject_of("Dana moved to Leeds.", "Dana"), Subject::Speaker);
+        // Who comes along is not who does it.
+        assert_eq!(
+            subject_of(
+                "The bakery Dana run with Dana's partner opens at six.",
+                "Dana"
+            ),
+            Subject::Speaker
+        );
+        assert_eq!(
+            subject_of("Dana's partner runs a bakery.", "Dana"),
+            Subject::Relation("partner")
+        );
         // "He", "she" opening a sentence that names the speaker nowhere.
         assert_eq!(
             subject_of("He moved to Berlin last year.", "Dana"),

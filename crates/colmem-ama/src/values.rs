@@ -592,6 +592,7 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
             out.push(value);
         }
     };
+    let business = crate::change::business_words(text);
     let mut i = 0;
     while i < tokens.len() {
         if is_name_part(i) {
@@ -618,7 +619,13 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
         } else {
             let t = &tokens[i];
             // An item opening a sentence is still an item: "Painting keeps me calm".
-            if !t.core.is_empty() && (!t.capitalised || t.sentence_start) && is_item(&t.core) {
+            // "Run" of "I run a bookshop" is no sport; the bookshop is the work.
+            let item = if business.contains(&t.core) {
+                !crate::change::RUN.contains(&t.core.as_str())
+            } else {
+                is_item(&t.core)
+            };
+            if !t.core.is_empty() && (!t.capitalised || t.sentence_start) && item {
                 push(t.core.clone(), &mut out);
             }
             i += 1;
@@ -814,6 +821,9 @@ mod tests {
             n("Omar is a data engineer at Initech."),
             ["engineer", "initech"]
         );
+        // A business one runs is the value; "run" there is no sport.
+        assert_eq!(n("These days I run a small bookshop."), ["bookshop"]);
+        assert_eq!(n("I run every morning."), ["run"]);
     }
 
     #[test]

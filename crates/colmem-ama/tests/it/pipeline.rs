@@ -710,6 +710,38 @@ fn a_car_named_by_its_maker_is_replaced_by_the_next_and_a_maker_may_employ() {
     assert!(then.iter().any(|f| f.content.contains("Civic")));
 }
 
+/// A business run is one's work, whoever runs it along ("with my partner"): the next one
+/// run takes its place, and history keeps it.
+#[test]
+fn the_business_one_runs_now_replaces_the_one_run_before() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "The bakery I run with my partner opens at six, so I'm up at four every day.",
+                "2019-06-01",
+            ),
+            (
+                "D2:1",
+                "I sold my share of it to my partner in January. These days I run a small bookshop in the old town instead.",
+                "2020-03-12",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "bakery"));
+    assert!(world.recalls_current_fact(dana, helper, "bookshop"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "bakery",
+        View::WorldAsOf(Timestamp::parse("2019-07-01").unwrap()),
+    );
+    assert!(then.iter().any(|f| f.content.contains("bakery")));
+}
+
 /// Chat is full of words that sound like news and are not: "now that I'm a manager",
 /// "walking into a film", "getting lost in a book", "joined a group", "it looks like
 /// they have more room now", a step only thought of; nor does a switch to another
