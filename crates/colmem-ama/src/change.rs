@@ -344,8 +344,27 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
     (
         "media",
         &[
-            "book", "books", "novel", "author", "movie", "movies", "film", "films", "show",
-            "shows", "series", "podcast", "podcasts", "anime", "netflix",
+            "book",
+            "books",
+            "novel",
+            "author",
+            "movie",
+            "movies",
+            "film",
+            "films",
+            "show",
+            "shows",
+            "series",
+            "podcast",
+            "podcasts",
+            "anime",
+            "netflix",
+            "drama",
+            "dramas",
+            "sitcom",
+            "sitcoms",
+            "documentary",
+            "documentaries",
         ],
     ),
     ("colour", &["color", "colour", "colors", "colours"]),
@@ -748,6 +767,39 @@ fn attribute_words(text: &str) -> Vec<String> {
                 // "The city history museum", "town hall": a city's institution, not a
                 // home.
                 "city" | "town" if at(i + 1).is_some_and(|w| CIVIC.contains(&w)) => "civic",
+                // "My comfort TV", "watch TV", "TV shows": what is on it, not the set.
+                "tv" | "television"
+                    if before(1).is_some_and(|w| SHOWN_ON.contains(&w))
+                        || at(i + 1).is_some_and(|w| matches!(w, "show" | "shows" | "series")) =>
+                {
+                    "show"
+                }
+                // "All I watch is …": what one watches is shown, not a smartwatch ("my
+                // new watch").
+                "watch"
+                    if !before(1).is_some_and(|w| {
+                        w.ends_with("'s")
+                            || matches!(
+                                w,
+                                "a" | "an"
+                                    | "the"
+                                    | "my"
+                                    | "our"
+                                    | "his"
+                                    | "her"
+                                    | "their"
+                                    | "your"
+                                    | "new"
+                                    | "old"
+                                    | "smart"
+                                    | "apple"
+                                    | "this"
+                                    | "that"
+                            )
+                    }) =>
+                {
+                    "show"
+                }
                 // A flat white is a coffee, not a home.
                 "flat" if at(i + 1) == Some("white") => "coffee",
                 // "Got my own place in Casablanca" is a home.
@@ -1015,6 +1067,22 @@ fn is_business(word: &str) -> bool {
     BUSINESSES.contains(&word)
 }
 
+/// Words before "TV" that make it what is shown on it: "comfort TV", "watch TV".
+const SHOWN_ON: &[&str] = &[
+    "watch",
+    "watching",
+    "watched",
+    "watches",
+    "on",
+    "comfort",
+    "reality",
+    "daytime",
+    "cable",
+    "favourite",
+    "favorite",
+    "binge",
+];
+
 /// What a city or town has that says nothing of living there: "the city history
 /// museum", "town hall".
 const CIVIC: &[&str] = &[
@@ -1117,12 +1185,27 @@ const ONE_OF_A_KIND: &[&str] = &[
 ];
 
 /// Whether a statement about `attribute` states the one value it has: the attribute
-/// is single-valued, or the statement names a favourite.
+/// is single-valued, or the statement names a favourite or all there is.
 pub fn states_the_one_value(attribute: &str, text: &str) -> bool {
     SINGLE_VALUED.contains(&attribute)
         || lexicon_words(text)
             .iter()
             .any(|w| ONE_OF_A_KIND.contains(&w.as_str()))
+        || says_it_is_all(text)
+}
+
+/// "All I watch is …", "All Clara eats these days is …": someone's all, of a kind.
+static ALL_THERE_IS: LazyLock<Regex> = LazyLock::new(|| {
+    constant_regex(
+        r"(?:^|[.!?;:,]\s+)(?i:all)\s+(?:I|(?i:we)|[A-Z][a-z]+)\s+\w+(?:\s+\w+){0,2}?\s+(?:is|are)\b",
+    )
+});
+
+/// Whether a statement says what someone does is all of a kind they do: "All I watch is
+/// The Great British Bake Off", not "all the kids are asleep". It leaves no room for
+/// what they did before.
+pub fn says_it_is_all(text: &str) -> bool {
+    ALL_THERE_IS.is_match(text)
 }
 
 /// Words that date a statement to the present against the past: "ramen is my thing
@@ -2478,6 +2561,36 @@ mod tests {
             "I went for a run past the bakery.",
         ] {
             assert!(business_words(not_run).is_empty(), "{not_run}");
+        }
+    }
+
+    #[test]
+    fn what_is_watched_is_shown_and_the_set_is_a_device() {
+        assert_eq!(key_attributes("Crime dramas are my comfort TV."), ["media"]);
+        assert_eq!(
+            key_attributes("All I watch is The Great British Bake Off and other baking shows.")[0],
+            "media"
+        );
+        assert_eq!(key_attributes("We finally bought a new TV."), ["device"]);
+        assert_eq!(key_attributes("My new watch tracks my sleep."), ["device"]);
+    }
+
+    #[test]
+    fn all_someone_does_of_a_kind_is_the_one_value() {
+        for all in [
+            "All I watch is The Great British Bake Off.",
+            "Murders bore me now. All Clara watches these days is baking shows.",
+            "all we eat are noodles",
+        ] {
+            assert!(says_it_is_all(all), "{all}");
+            assert!(states_the_one_value("media", all), "{all}");
+        }
+        for not_all in [
+            "All the kids are asleep.",
+            "I watched it all week and it is great.",
+            "Thanks for all the help, it is great.",
+        ] {
+            assert!(!says_it_is_all(not_all), "{not_all}");
         }
     }
 

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::change::{
     announces_change, announces_end, announces_strong_change, displaces, is_correction, may_be,
-    says_the_old_state_ended, sets_present_against_past, starts_a_state, states_the_one_value,
+    says_it_is_all, says_the_old_state_ended, sets_present_against_past, starts_a_state,
+    states_the_one_value,
 };
 use crate::constructor::{
     Memory, ROLES, Subject, about_the_listener, date_phrase, relation_word, subject_of,
@@ -237,6 +238,8 @@ impl Judge for OfflineJudge {
         let ended = !unreal && (announces_end(&own) || announces_end(&told));
         let strong = corrected
             || ended
+            // "All I watch is …" leaves no room for what was watched before.
+            || (!unreal && says_it_is_all(&new.content))
             || (!unreal && (announces_strong_change(&own) || announces_strong_change(&told)));
         // A weak cue elsewhere in the turn ("it's just me and a co-founder for now")
         // says nothing of this statement; a strong one ("switched", "moved") does.

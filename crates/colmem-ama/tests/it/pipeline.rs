@@ -742,6 +742,39 @@ fn the_business_one_runs_now_replaces_the_one_run_before() {
     assert!(then.iter().any(|f| f.content.contains("bakery")));
 }
 
+/// "All I watch is …" leaves no room for the shows watched before, favourite or not;
+/// history keeps them.
+#[test]
+fn all_one_watches_now_replaces_what_was_watched_before() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "Crime dramas are my comfort TV. Broadchurch is my favourite show ever.",
+                "2021-02-02",
+            ),
+            (
+                "D2:1",
+                "Murders bore me now, I've had my fill. All I watch is The Great British Bake Off and other baking shows.",
+                "2021-11-30",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "Broadchurch"));
+    assert!(!world.recalls_current_fact(dana, helper, "Crime dramas"));
+    assert!(world.recalls_current_fact(dana, helper, "Bake Off"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "Broadchurch",
+        View::WorldAsOf(Timestamp::parse("2021-03-01").unwrap()),
+    );
+    assert!(then.iter().any(|f| f.content.contains("Broadchurch")));
+}
+
 /// Chat is full of words that sound like news and are not: "now that I'm a manager",
 /// "walking into a film", "getting lost in a book", "joined a group", "it looks like
 /// they have more room now", a step only thought of; nor does a switch to another
