@@ -291,6 +291,26 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
             "listening",
         ],
     ),
+    // How someone gets about: "I always fly", "trains all the way now".
+    (
+        "travel",
+        &[
+            "fly",
+            "flying",
+            "flew",
+            "plane",
+            "planes",
+            "airplane",
+            "airplanes",
+            "train",
+            "trains",
+            "rail",
+            "travel",
+            "travels",
+            "travelling",
+            "traveling",
+        ],
+    ),
     (
         "sport",
         &[
@@ -800,6 +820,11 @@ fn attribute_words(text: &str) -> Vec<String> {
                 {
                     "show"
                 }
+                // "I train every morning", "catch the last train home": no way one
+                // travels; "by train" is.
+                "train" if before(1) != Some("by") => "train (one)",
+                // "A fly in my soup".
+                "fly" if matches!(before(1), Some("a" | "the")) => "fly (an insect)",
                 // A flat white is a coffee, not a home.
                 "flat" if at(i + 1) == Some("white") => "coffee",
                 // "Got my own place in Casablanca" is a home.
@@ -1354,6 +1379,8 @@ const END_CUES: &[&str] = &[
     "no longer",
     "not anymore",
     "gave up",
+    "sworn off",
+    "swore off",
     "hung up",
     "moved out",
     "walked away",
@@ -2592,6 +2619,27 @@ mod tests {
         ] {
             assert!(!says_it_is_all(not_all), "{not_all}");
         }
+    }
+
+    #[test]
+    fn how_one_travels_is_an_attribute_a_trip_is_not() {
+        for travel in [
+            "I always fly when I travel for work.",
+            "Trains all the way now, even if it takes longer.",
+            "I go by train whenever I can.",
+        ] {
+            assert_eq!(key_attributes(travel), ["travel"], "{travel}");
+        }
+        for not_travel in [
+            "We left before the encore to catch the last train home.",
+            "There was a fly in my soup.",
+        ] {
+            assert!(
+                !key_attributes(not_travel).contains(&"travel"),
+                "{not_travel}"
+            );
+        }
+        assert!(announces_end("I've sworn off planes."));
     }
 
     #[test]

@@ -775,6 +775,38 @@ fn all_one_watches_now_replaces_what_was_watched_before() {
     assert!(then.iter().any(|f| f.content.contains("Broadchurch")));
 }
 
+/// How one travels changes: "sworn off planes. Trains all the way now" ends "I always
+/// fly"; history keeps it.
+#[test]
+fn a_way_of_travelling_sworn_off_gives_way_to_the_next() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "I always fly when I travel for work; it's the fastest way to get to Barcelona.",
+                "2019-09-09",
+            ),
+            (
+                "D2:1",
+                "After that awful turbulence in January I've sworn off planes. Trains all the way now, even if it takes longer.",
+                "2020-02-18",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "always fly"));
+    assert!(world.recalls_current_fact(dana, helper, "Trains"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "always fly",
+        View::WorldAsOf(Timestamp::parse("2019-10-21").unwrap()),
+    );
+    assert!(then.iter().any(|f| f.content.contains("always fly")));
+}
+
 /// Chat is full of words that sound like news and are not: "now that I'm a manager",
 /// "walking into a film", "getting lost in a book", "joined a group", "it looks like
 /// they have more room now", a step only thought of; nor does a switch to another
