@@ -291,6 +291,23 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
             "listening",
         ],
     ),
+    // What someone looks for in a holiday: "give me Crete and a sunbed". Named so that
+    // the keyword it gives a fact is no day of the calendar ("a US holiday").
+    (
+        "vacation",
+        &[
+            "holiday",
+            "holidays",
+            "vacation",
+            "vacations",
+            "beach",
+            "beaches",
+            "sunbed",
+            "resort",
+            "resorts",
+            "getaway",
+        ],
+    ),
     // How someone gets about: "I always fly", "trains all the way now".
     (
         "travel",
@@ -823,6 +840,19 @@ fn attribute_words(text: &str) -> Vec<String> {
                 // "I train every morning", "catch the last train home": no way one
                 // travels; "by train" is.
                 "train" if before(1) != Some("by") => "train (one)",
+                // "Around which US holiday", "the holiday season": a day the calendar
+                // keeps, not a trip someone takes.
+                "holiday" | "holidays"
+                    if before(1).is_some_and(|w| CALENDAR_HOLIDAY.contains(&w))
+                        || at(i + 1).is_some_and(|w| {
+                            matches!(
+                                w,
+                                "season" | "party" | "parties" | "card" | "cards" | "dinner"
+                            )
+                        }) =>
+                {
+                    "holiday (of the calendar)"
+                }
                 // "A fly in my soup".
                 "fly" if matches!(before(1), Some("a" | "the")) => "fly (an insect)",
                 // A flat white is a coffee, not a home.
@@ -1091,6 +1121,28 @@ fn is_business(word: &str) -> bool {
     ];
     BUSINESSES.contains(&word)
 }
+
+/// Words before "holiday" that make it a day of the calendar: "a US holiday", "the bank
+/// holiday", "which holiday".
+const CALENDAR_HOLIDAY: &[&str] = &[
+    "us",
+    "u.s.",
+    "american",
+    "national",
+    "public",
+    "bank",
+    "federal",
+    "religious",
+    "jewish",
+    "christian",
+    "muslim",
+    "hindu",
+    "which",
+    "what",
+    "favorite",
+    "favourite",
+    "the",
+];
 
 /// Words before "TV" that make it what is shown on it: "comfort TV", "watch TV".
 const SHOWN_ON: &[&str] = &[
@@ -2640,6 +2692,24 @@ mod tests {
             );
         }
         assert!(announces_end("I've sworn off planes."));
+    }
+
+    #[test]
+    fn a_holiday_taken_is_a_vacation_a_holiday_of_the_calendar_is_not() {
+        assert_eq!(
+            key_attributes("For holidays I always want a beach."),
+            ["vacation"]
+        );
+        assert_eq!(
+            key_attributes("Hiking holidays in the mountains are what I look for.")[0],
+            "vacation"
+        );
+        for calendar in [
+            "Around which US holiday did Maria get into a car accident?",
+            "We always host a holiday party in December.",
+        ] {
+            assert!(!attributes(calendar).contains(&"vacation"), "{calendar}");
+        }
     }
 
     #[test]

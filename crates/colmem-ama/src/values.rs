@@ -317,6 +317,11 @@ const GENERIC: &[&str] = &[
     "singer",
     "listen",
     "listening",
+    "holiday",
+    "holidays",
+    "vacation",
+    "vacations",
+    "getaway",
     "sport",
     "sports",
     "hobby",
@@ -327,7 +332,7 @@ const GENERIC: &[&str] = &[
 ];
 
 /// The attributes whose lexicon words are items ("espresso" is a drink).
-const ITEM_ATTRIBUTES: &[&str] = &["food", "drink", "music", "sport", "hobby"];
+const ITEM_ATTRIBUTES: &[&str] = &["food", "drink", "music", "sport", "hobby", "vacation"];
 
 /// A token of text: its lowercase core, and how it was written.
 struct Token {

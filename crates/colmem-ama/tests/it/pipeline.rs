@@ -807,6 +807,38 @@ fn a_way_of_travelling_sworn_off_gives_way_to_the_next() {
     assert!(then.iter().any(|f| f.content.contains("always fly")));
 }
 
+/// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
+/// me Crete and a sunbed"; history keeps it.
+#[test]
+fn a_holiday_one_tires_of_gives_way() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "For holidays I always want a beach. Give me Crete and a sunbed and I'm happy.",
+                "2019-04-22",
+            ),
+            (
+                "D2:1",
+                "Funny how tastes change: lying on a beach bores me now. Hiking holidays in the mountains, like the Dolomites, are what I look for.",
+                "2020-01-12",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "Crete"));
+    assert!(world.recalls_current_fact(dana, helper, "Dolomites"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "Crete",
+        View::WorldAsOf(Timestamp::parse("2019-06-01").unwrap()),
+    );
+    assert!(then.iter().any(|f| f.content.contains("Crete")));
+}
+
 /// Chat is full of words that sound like news and are not: "now that I'm a manager",
 /// "walking into a film", "getting lost in a book", "joined a group", "it looks like
 /// they have more room now", a step only thought of; nor does a switch to another
