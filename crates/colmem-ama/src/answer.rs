@@ -833,6 +833,7 @@ impl Answerer for EvidenceSpan {
                     .and_then(|f| f.superseded_by);
             }
         }
+        let asks_where = question_words.iter().any(|w| w == "where");
         let mut candidates: Vec<Candidate> = Vec::new();
         for (rank, fragment, clause, sentence) in clauses_of.iter().cloned() {
             if of_another(fragment, &clause) {
@@ -843,7 +844,17 @@ impl Answerer for EvidenceSpan {
                 .filter(|(a, _)| clause.ends_with(a) || a.ends_with(clause.as_str()))
                 .map(|(_, best)| *best)
                 .fold(0.0, f64::max);
-            let values = named(&clause, &names);
+            // A place is asked for: a dish, a sport or a drink named in lower case is
+            // none ("we go every Friday for the lasagne" does not say where); a beach
+            // or a resort is.
+            let values: Vec<String> = named(&clause, &names)
+                .into_iter()
+                .filter(|v| {
+                    !(asks_where
+                        && crate::values::is_item(v)
+                        && !attributes(v).contains(&"vacation"))
+                })
+                .collect();
             let member = asked.names_member(&clause);
             // A member of the asked category is new as much as a named value is.
             let names_new = member || values.iter().any(|v| !within_old(v, &old));
@@ -1228,6 +1239,30 @@ mod tests {
             superseded_by: None,
             deleted_at: None,
         }
+    }
+
+    #[test]
+    fn a_dish_does_not_say_where_a_beach_does() {
+        let mut luigi = fact_told(
+            1,
+            "Luigi's on Baker Street is Dana's favourite restaurant; Dana goes every Friday for the lasagne.",
+            "2020-09-01",
+        );
+        luigi.key = Some("dana/food".into());
+        let evidence = [luigi];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("Where did Dana go for Friday dinners?", &refs, &[])
+            .unwrap();
+        assert!(answer.text.contains("Luigi's"), "{}", answer.text);
+        let mut beach = fact_told(2, "Dana goes to the beach every Friday.", "2020-09-01");
+        beach.key = Some("dana/vacation".into());
+        let evidence = [beach];
+        let refs: Vec<&Fragment> = evidence.iter().collect();
+        let answer = EvidenceSpan
+            .answer("Where does Dana go on Fridays?", &refs, &[])
+            .unwrap();
+        assert!(answer.text.contains("beach"), "{}", answer.text);
     }
 
     #[test]

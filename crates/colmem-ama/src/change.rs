@@ -238,6 +238,32 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
             "bakery",
             "pho",
             "barbecue",
+            // Dishes by name, as often said without the word "food".
+            "nigiri",
+            "sashimi",
+            "maki",
+            "tempura",
+            "udon",
+            "soba",
+            "bibimbap",
+            "kimchi",
+            "paella",
+            "risotto",
+            "lasagne",
+            "lasagna",
+            "burrito",
+            "burritos",
+            "kebab",
+            "falafel",
+            "hummus",
+            "shawarma",
+            "biryani",
+            "samosas",
+            "croissant",
+            "croissants",
+            "pancakes",
+            "waffles",
+            "omelette",
         ],
     ),
     (
@@ -2710,6 +2736,12 @@ mod tests {
         ] {
             assert!(!attributes(calendar).contains(&"vacation"), "{calendar}");
         }
+    }
+
+    #[test]
+    fn a_dish_by_name_is_food() {
+        assert_eq!(key_attributes("Salmon nigiri, every time."), ["food"]);
+        assert_eq!(key_attributes("Paella on Sundays, always."), ["food"]);
     }
 
     #[test]

@@ -839,6 +839,27 @@ fn a_holiday_one_tires_of_gives_way() {
     assert!(then.iter().any(|f| f.content.contains("Crete")));
 }
 
+/// A dish named alone ("Salmon nigiri, every time") is food: a new favourite set
+/// against the past ("Ramen is my thing now") takes its place.
+#[test]
+fn a_dish_named_alone_gives_way_to_the_food_of_now() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "Salmon nigiri, every time.", "2021-03-20"),
+            (
+                "D2:1",
+                "I'm over sushi these days. Ramen is my thing now, especially tonkotsu.",
+                "2021-10-02",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "nigiri"));
+    assert!(world.recalls_current_fact(dana, helper, "Ramen"));
+}
+
 /// Chat is full of words that sound like news and are not: "now that I'm a manager",
 /// "walking into a film", "getting lost in a book", "joined a group", "it looks like
 /// they have more room now", a step only thought of; nor does a switch to another
