@@ -844,16 +844,13 @@ impl Answerer for EvidenceSpan {
                 .filter(|(a, _)| clause.ends_with(a) || a.ends_with(clause.as_str()))
                 .map(|(_, best)| *best)
                 .fold(0.0, f64::max);
-            // A place is asked for: a dish, a sport or a drink named in lower case is
-            // none ("we go every Friday for the lasagne" does not say where); a beach
-            // or a resort is.
+            // A place is asked for: an item of a lexicon named in lower case (a dish,
+            // a sport, an occupation …) is none ("we go every Friday for the lasagne"
+            // does not say where); a place the question's category holds ("the
+            // beach") is, as a member.
             let values: Vec<String> = named(&clause, &names)
                 .into_iter()
-                .filter(|v| {
-                    !(asks_where
-                        && crate::values::is_item(v)
-                        && !attributes(v).contains(&"vacation"))
-                })
+                .filter(|v| !(asks_where && crate::values::is_item(v)))
                 .collect();
             let member = asked.names_member(&clause);
             // A member of the asked category is new as much as a named value is.
@@ -1257,7 +1254,9 @@ mod tests {
         assert!(answer.text.contains("Luigi's"), "{}", answer.text);
         let mut beach = fact_told(2, "Dana goes to the beach every Friday.", "2020-09-01");
         beach.key = Some("dana/vacation".into());
-        let evidence = [beach];
+        let mut leeds = fact_told(3, "Dana goes to Leeds on Mondays.", "2020-09-01");
+        leeds.key = Some("dana/work".into());
+        let evidence = [beach, leeds];
         let refs: Vec<&Fragment> = evidence.iter().collect();
         let answer = EvidenceSpan
             .answer("Where does Dana go on Fridays?", &refs, &[])

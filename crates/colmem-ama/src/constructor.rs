@@ -584,10 +584,17 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
         };
         let before = owner_at.map(|j| ws[j].as_str());
         // "The bakery I run with my partner", "moved in with my girlfriend": who comes
-        // along is not who does it.
+        // along is not who does it, unless the sentence goes on about them ("argued
+        // with my sister because she quit").
         if owner_at
             .and_then(|j| j.checked_sub(1))
             .is_some_and(|j| ws[j] == "with")
+            && !ws[i + 1..].iter().any(|w| {
+                matches!(
+                    w.as_str(),
+                    "he" | "she" | "they" | "his" | "her" | "their" | "him" | "them"
+                )
+            })
         {
             continue;
         }
@@ -1395,8 +1402,11 @@ mod tests {
             Subject::Speaker
         );
         assert_eq!(
-            subject_of("Dana's partner runs a bakery.", "Dana"),
-            Subject::Relation("partner")
+            subject_of(
+                "Dana argued with Dana's sister because she quit her job.",
+                "Dana"
+            ),
+            Subject::Relation("sister")
         );
         // "He", "she" opening a sentence that names the speaker nowhere.
         assert_eq!(

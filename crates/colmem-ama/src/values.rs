@@ -624,7 +624,8 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
         } else {
             let t = &tokens[i];
             // An item opening a sentence is still an item: "Painting keeps me calm".
-            // "Run" of "I run a bookshop" is no sport; the bookshop is the work.
+            // Where a text tells of running a business, "run" is no sport and the
+            // business is the value ("I run a bookshop"), wherever the word stands.
             let item = if business.contains(&t.core) {
                 !crate::change::RUN.contains(&t.core.as_str())
             } else {
