@@ -751,16 +751,6 @@ fn begins_a_day(word: &str) -> bool {
 fn attribute_words(text: &str) -> Vec<String> {
     let ws = lexicon_words(text);
     let at = |i: usize| ws.get(i).map(String::as_str);
-    // The word at `i` is someone's: after "my", "our" … or a possessive ("Sven's
-    // family's street" gives "family's", "family", "street").
-    let owned = |i: usize| {
-        let before = |k: usize| i.checked_sub(k).and_then(at);
-        before(1).is_some_and(|w| {
-            matches!(w, "my" | "our" | "his" | "her" | "their")
-                || w.ends_with("'s")
-                || before(2) == Some(format!("{w}'s").as_str())
-        })
-    };
     (0..ws.len())
         .map(|i| {
             let before = |k: usize| i.checked_sub(k).and_then(at);
@@ -867,7 +857,9 @@ fn attribute_words(text: &str) -> Vec<String> {
                 "place" if before(1) == Some("own") => "home",
                 // "Our street in Grunerlokka" is a home; "across the street" and "my
                 // street photography" are not.
-                "street" if owned(i) && !at(i + 1).is_some_and(|w| STREET_THINGS.contains(&w)) => {
+                "street"
+                    if owned(&ws, i) && !at(i + 1).is_some_and(|w| STREET_THINGS.contains(&w)) =>
+                {
                     "home"
                 }
                 w => w,
@@ -1048,6 +1040,18 @@ pub(crate) fn business_words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether the word at `i` of `ws` ([`lexicon_words`]) is someone's: after "my", "our" …
+/// or a possessive (`lexicon_words` gives "Sven's family's street" as "sven's", "sven",
+/// "family's", "family", "street").
+fn owned(ws: &[String], i: usize) -> bool {
+    let before = |k: usize| i.checked_sub(k).map(|j| ws[j].as_str());
+    before(1).is_some_and(|w| {
+        matches!(w, "my" | "our" | "his" | "her" | "their")
+            || w.ends_with("'s")
+            || before(2) == Some(format!("{w}'s").as_str())
+    })
+}
+
 /// Whether the word at `i` of `ws` ([`lexicon_words`]) is a verb of running a business
 /// near one ("I run a small bookshop"), or a business near such a verb ("the bakery I
 /// run").
@@ -1055,14 +1059,9 @@ fn runs_a_business(ws: &[String], i: usize) -> bool {
     // "My own studio" is whose it is, not that one owns it; "a run past the bakery" is
     // no running of it.
     let not_a_verb = |j: usize| {
-        j.checked_sub(1).is_some_and(|k| {
-            matches!(
-                ws[k].as_str(),
-                "my" | "our" | "his" | "her" | "their" | "your" | "a" | "an" | "the" | "this"
-            ) || ws[k].ends_with("'s")
-                // `lexicon_words` gives a possessive and then its owner: "jon's", "jon".
-                || k.checked_sub(1).is_some_and(|p| ws[p] == format!("{}'s", ws[k]))
-        })
+        owned(ws, j)
+            || j.checked_sub(1)
+                .is_some_and(|k| matches!(ws[k].as_str(), "your" | "a" | "an" | "the" | "this"))
     };
     let is_run = |j: usize| RUN.contains(&ws[j].as_str()) && !not_a_verb(j);
     // "The bakery I run": after the business, only the present in a clause of its own
