@@ -1068,8 +1068,8 @@ fn runs_a_business(ws: &[String], i: usize) -> bool {
     // says who runs it ("the store ran out of milk", "the café was running a special",
     // "a restaurant owned by a chef" do not).
     let runs_it = |j: usize| {
-        matches!(ws[j].as_str(), "run" | "runs" | "own" | "owns")
-            && !not_a_verb(j)
+        is_run(j)
+            && matches!(ws[j].as_str(), "run" | "runs" | "own" | "owns")
             // "Ran out of milk", "run by a chef", "run into a friend".
             && !ws.get(j + 1).is_some_and(|w| {
                 matches!(
@@ -1084,27 +1084,18 @@ fn runs_a_business(ws: &[String], i: usize) -> bool {
                 )
             })
     };
-    // Within three words, with no preposition between: "ran to the store" is no
-    // running of it.
-    let near = |such: &dyn Fn(usize) -> bool| {
-        (1..=3).any(|k| {
-            [i.checked_add(k), i.checked_sub(k)]
-                .into_iter()
-                .flatten()
-                .filter(|&j| j < ws.len() && such(j))
-                .any(|j| {
-                    ws[i.min(j) + 1..i.max(j)]
-                        .iter()
-                        .all(|w| !TIES.contains(&w.as_str()))
-                })
+    // The word at `i` and another within three words of it, with no preposition
+    // between ("ran to the store" is no running of it): the verb, then the business
+    // ("I run a small bookshop"), or the business, then the verb ("the bakery I run").
+    (1..=3)
+        .flat_map(|k| [i.checked_add(k), i.checked_sub(k)])
+        .flatten()
+        .filter(|&j| j < ws.len())
+        .any(|j| {
+            let (a, b) = (i.min(j), i.max(j));
+            ((is_run(a) && is_business(&ws[b])) || (is_business(&ws[a]) && runs_it(b)))
+                && ws[a + 1..b].iter().all(|w| !TIES.contains(&w.as_str()))
         })
-    };
-    // "I run a small bookshop": the verb, then the business.
-    (is_run(i) && near(&|j| j > i && is_business(&ws[j])))
-        || (is_business(&ws[i]) && near(&|j| j < i && is_run(j)))
-        // "The bakery I run": the business, then the verb.
-        || (is_business(&ws[i]) && near(&|j| j > i && runs_it(j)))
-        || (runs_it(i) && near(&|j| j < i && is_business(&ws[j])))
 }
 
 /// Prepositions: what follows one is not the object of the verb before it.
