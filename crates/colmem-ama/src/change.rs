@@ -332,6 +332,9 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
             "getaway",
         ],
     ),
+    // When in the day someone is at their best: "I'm a morning person", "a night owl".
+    // Its only word is the sense `attribute_words` gives such a name.
+    ("chronotype", &[CHRONOTYPE]),
     // How someone gets about: "I always fly", "trains all the way now".
     (
         "travel",
@@ -851,6 +854,8 @@ fn attribute_words(text: &str) -> Vec<String> {
                 }
                 // "A fly in my soup".
                 "fly" if matches!(before(1), Some("a" | "the")) => "fly (an insect)",
+                // "A morning person", "a night owl", "an early riser".
+                _ if ends_a_chronotype(&ws, i) => CHRONOTYPE,
                 // A flat white is a coffee, not a home.
                 "flat" if at(i + 1) == Some("white") => "coffee",
                 // "Got my own place in Casablanca" is a home.
@@ -866,6 +871,58 @@ fn attribute_words(text: &str) -> Vec<String> {
             };
             sense.to_owned()
         })
+        .collect()
+}
+
+/// The sense [`attribute_words`] gives the last word of a name for when in the day
+/// someone is at their best ("person" of "a morning person").
+const CHRONOTYPE: &str = "chronotype";
+
+/// Whether the word at `i` of `ws` ([`lexicon_words`]) ends a name for when in the day
+/// someone is at their best: "morning person", "night owl", "early bird", "late
+/// riser"; not "the early bird special".
+fn ends_a_chronotype(ws: &[String], i: usize) -> bool {
+    let Some(first) = i.checked_sub(1).map(|j| ws[j].as_str()) else {
+        return false;
+    };
+    match ws[i].as_str() {
+        "person" | "people" | "type" => matches!(first, "morning" | "night" | "evening"),
+        "owl" | "owls" => first == "night",
+        "lark" | "larks" => first == "morning",
+        "riser" | "risers" => matches!(first, "early" | "late"),
+        "bird" | "birds" => {
+            first == "early"
+                && !ws.get(i + 1).is_some_and(|w| {
+                    matches!(
+                        w.as_str(),
+                        "special"
+                            | "specials"
+                            | "discount"
+                            | "ticket"
+                            | "tickets"
+                            | "price"
+                            | "prices"
+                            | "rate"
+                            | "registration"
+                            | "offer"
+                            | "deal"
+                            | "catches"
+                            | "gets"
+                    )
+                })
+        }
+        _ => false,
+    }
+}
+
+/// The names in `text` for when in the day someone is at their best, in lower case:
+/// "morning person" of "I'm a morning person". Each is a value of the `chronotype`
+/// attribute.
+pub(crate) fn chronotypes(text: &str) -> Vec<String> {
+    let ws = lexicon_words(text);
+    (1..ws.len())
+        .filter(|&i| ends_a_chronotype(&ws, i))
+        .map(|i| format!("{} {}", ws[i - 1], ws[i]))
         .collect()
 }
 
@@ -1281,6 +1338,7 @@ const SINGLE_VALUED: &[&str] = &[
     "car",
     "relationship",
     "school",
+    "chronotype",
 ];
 
 /// Words that make any attribute single-valued: there is one favourite at a time.
@@ -2744,6 +2802,37 @@ mod tests {
             );
         }
         assert!(announces_end("I've sworn off planes."));
+    }
+
+    #[test]
+    fn when_one_is_at_ones_best_is_an_attribute_named_by_a_phrase() {
+        for (said, named) in [
+            (
+                "I'm a morning person: my best hours are before eight.",
+                "morning person",
+            ),
+            (
+                "Since the baby came I've flipped into a night owl.",
+                "night owl",
+            ),
+            ("I've always been an early riser.", "early riser"),
+            ("Honestly I'm an early bird.", "early bird"),
+        ] {
+            assert_eq!(key_attributes(said), ["chronotype"], "{said}");
+            assert_eq!(chronotypes(said), [named], "{said}");
+        }
+        for not_one in [
+            "The early bird special ends at six.",
+            "We saw an owl last night.",
+            "The morning was cold; one person came.",
+        ] {
+            assert!(chronotypes(not_one).is_empty(), "{not_one}");
+            assert!(
+                !key_attributes(not_one).contains(&"chronotype"),
+                "{not_one}"
+            );
+        }
+        assert!(states_the_one_value("chronotype", "I'm a night owl."));
     }
 
     #[test]

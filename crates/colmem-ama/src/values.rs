@@ -637,6 +637,10 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
             i += 1;
         }
     }
+    // "A morning person", "a night owl": when in the day someone is at their best.
+    for chronotype in crate::change::chronotypes(text) {
+        push(chronotype, &mut out);
+    }
     out
 }
 

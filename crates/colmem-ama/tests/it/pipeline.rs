@@ -807,6 +807,39 @@ fn a_way_of_travelling_sworn_off_gives_way_to_the_next() {
     assert!(then.iter().any(|f| f.content.contains("always fly")));
 }
 
+/// When in the day one is at one's best changes: "flipped into a night owl" ends "I'm a
+/// morning person", though the held fact names hours and the new one none; history
+/// keeps it.
+#[test]
+fn a_night_owl_replaces_a_morning_person() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "I'm a morning person: my best writing happens between 5 and 8 am.",
+                "2021-01-10",
+            ),
+            (
+                "D2:1",
+                "Since the twins arrived I've flipped completely into a night owl.",
+                "2022-03-02",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "morning person"));
+    assert!(world.recalls_current_fact(dana, helper, "night owl"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "morning person",
+        View::WorldAsOf(Timestamp::parse("2021-06-01").unwrap()),
+    );
+    assert!(then.iter().any(|f| f.content.contains("morning person")));
+}
+
 /// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
 /// me Crete and a sunbed"; history keeps it.
 #[test]
