@@ -1385,7 +1385,7 @@ pub fn says_it_is_all(text: &str) -> bool {
 
 /// Words that date a statement to the present against the past: "ramen is my thing
 /// now", "I don't eat meat anymore", "these days", "I used to".
-const PRESENT_AGAINST_PAST: &[&str] = &["now", "nowadays", "anymore", "days", "used"];
+pub(crate) const PRESENT_AGAINST_PAST: &[&str] = &["now", "nowadays", "anymore", "days", "used"];
 
 /// Whether a new value of a many-valued attribute takes an old one's place rather than
 /// joining it: the held statement speaks of the one value ("running is my favourite"),

@@ -9,9 +9,9 @@ use colmem_core::{Fragment, FragmentId};
 use serde::{Deserialize, Serialize};
 
 use crate::change::{
-    announces_change, announces_end, announces_strong_change, displaces, is_correction, may_be,
-    says_it_is_all, says_the_old_state_ended, sets_present_against_past, starts_a_state,
-    states_the_one_value,
+    PRESENT_AGAINST_PAST, announces_change, announces_end, announces_strong_change, displaces,
+    is_correction, may_be, says_it_is_all, says_the_old_state_ended, sets_present_against_past,
+    starts_a_state, states_the_one_value,
 };
 use crate::constructor::{
     Memory, ROLES, Subject, about_the_listener, date_phrase, relation_word, subject_of,
@@ -219,7 +219,10 @@ impl Judge for OfflineJudge {
     /// it tells of a state beginning ("got a job at a startup last month"). What someone
     /// else's people do ("Neusa's sister moved") changes nothing the speaker holds, and
     /// lends no cue to the turn's other statements; what the speaker's kin do ("my
-    /// brother bought a Tesla") changes nothing held of the speaker themselves.
+    /// brother bought a Tesla") changes nothing held of the speaker themselves. What a
+    /// statement says it took the place of for good ("Wings instead of engines now")
+    /// is stale in every held fact of the same person that names it ("I work on jet
+    /// engine turbines"), values or none.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         // What was shared is described, not stated: an image's caption names no value.
         let said = &without_annotations(said);
@@ -296,6 +299,13 @@ impl Judge for OfflineJudge {
             };
             f.key.is_none() && named(new.listener.as_deref()) && !named(new.speaker.as_deref())
         };
+        // "Wings instead of engines now": what the statement says it took the place
+        // of for good.
+        let displaced = if unreal {
+            Vec::new()
+        } else {
+            displaced_for_good(&own)
+        };
         let mut out = Vec::new();
         for f in held.iter().filter(|f| {
             f.content != new.content && !(someone_elses && f.key.is_some()) && !of_listener(f)
@@ -328,6 +338,9 @@ impl Judge for OfflineJudge {
                 && old_values.iter().any(|v| {
                     touches(said, v) && instead_of.as_deref().is_none_or(|y| touches(y, v))
                 });
+            // "Wings instead of engines now" ends "I work on jet engine turbines": a
+            // held fact of the same person that names what was replaced for good.
+            let names_displaced = keys_agree && names_all(&f.content, &displaced);
             let overlaps = |old: &[String], new: &[String]| {
                 keys_agree && jaccard(old, new) >= self.config.correction_overlap
             };
@@ -337,6 +350,7 @@ impl Judge for OfflineJudge {
             // one word ("I no longer work weekends", "tennis on weekends").
             let related = same_key
                 || names_held
+                || names_displaced
                 || (corrected && overlaps(&content_words(&f.content), &new_words))
                 || (ends_old && {
                     let old_topic = topic_words(&f.content, &names);
@@ -416,6 +430,7 @@ impl Judge for OfflineJudge {
             // words besides their dates ("the party is June 6, not June 5" leaves the
             // dentist on June 5).
             let stale = stale
+                || names_displaced
                 || (corrected && keys_agree && {
                     let held_days = days(&f.content);
                     held_days.iter().any(|d| wrong_days.contains(d))
@@ -446,12 +461,55 @@ fn supposed(statement: &str) -> bool {
 /// "skiing on the weekend we stayed in" of "Instead of skiing on the weekend we stayed
 /// in", "running" of "I took up swimming instead of running."
 fn replaced_instead(statement: &str) -> Option<String> {
+    let (replaced, without) = instead_of(statement)?;
+    (!announces_change(&without)).then_some(replaced)
+}
+
+/// What follows "instead of" in a statement's clause, in lower case, and the statement
+/// without it: "engines now" and "wings ." of "Wings instead of engines now."
+fn instead_of(statement: &str) -> Option<(String, String)> {
     let lower = statement.to_lowercase();
     let at = crate::text::find_phrase(&lower, "instead of")?;
     let rest = &lower[at + "instead of".len()..];
     let end = rest.find([',', '.', ';', '!', '?']).unwrap_or(rest.len());
-    let without = format!("{} {}", &lower[..at], &rest[end..]);
-    (!announces_change(&without)).then(|| rest[..end].to_owned())
+    Some((
+        rest[..end].to_owned(),
+        format!("{} {}", &lower[..at], &rest[end..]),
+    ))
+}
+
+/// The stems of what a statement says its news has taken the place of for good: "engin"
+/// of "Wings instead of engines now", "coffe" of "I drink tea instead of coffee these
+/// days"; none for a one-off ("tea instead of coffee this morning") or what is set
+/// against the past only in the replaced words ("instead of the bus I used to take").
+pub(crate) fn displaced_for_good(statement: &str) -> Vec<String> {
+    let Some((replaced, without)) = instead_of(statement) else {
+        return Vec::new();
+    };
+    // The first run of content words names it: "bus" of "the bus I used to take".
+    let content = content_words(&replaced);
+    let ws = words(&replaced);
+    let start = ws
+        .iter()
+        .position(|w| content.contains(w))
+        .unwrap_or(ws.len());
+    let end = ws[start..]
+        .iter()
+        .position(|w| !content.contains(w) || PRESENT_AGAINST_PAST.contains(&w.as_str()))
+        .map_or(ws.len(), |n| start + n);
+    // The rest of the statement says it is for good: "… now", "these days", "switched".
+    let rest = format!("{without} {}", ws[end..].join(" "));
+    if !sets_present_against_past(&rest) && !announces_strong_change(&rest) {
+        return Vec::new();
+    }
+    ws[start..end].iter().map(|w| stem(w)).collect()
+}
+
+/// Whether `held` names every stem of what a statement replaced for good (see
+/// [`displaced_for_good`]): "I work on jet engine turbines" of "engin".
+pub(crate) fn names_all(held: &str, stems: &[String]) -> bool {
+    let held_stems: Vec<String> = content_words(held).iter().map(|w| stem(w)).collect();
+    !stems.is_empty() && stems.iter().all(|s| held_stems.contains(s))
 }
 
 /// Whether a statement says what it tells is had as well: "too", "also", "as well".
@@ -648,6 +706,35 @@ mod tests {
             None
         );
         assert_eq!(replaced_instead("I drink oat milk now."), None);
+    }
+
+    #[test]
+    fn what_is_replaced_for_good_is_the_first_thing_named_after_instead_of() {
+        assert_eq!(
+            displaced_for_good("Wings instead of engines now."),
+            ["engin"]
+        );
+        assert_eq!(
+            displaced_for_good("I drink green tea instead of coffee these days."),
+            ["coffe"]
+        );
+        assert_eq!(
+            displaced_for_good("I cycle instead of the bus I used to take."),
+            ["bus"]
+        );
+        // A one-off, or no news at all.
+        assert!(displaced_for_good("I had tea instead of coffee this morning.").is_empty());
+        assert!(displaced_for_good("Instead of skiing we stayed in.").is_empty());
+        assert!(displaced_for_good("I drink tea now.").is_empty());
+        assert!(names_all(
+            "Test-bench week: I work on jet engine turbines.",
+            &displaced_for_good("Wings instead of engines now.")
+        ));
+        assert!(!names_all(
+            "I work on wings.",
+            &displaced_for_good("Wings instead of engines now.")
+        ));
+        assert!(!names_all("I work on wings.", &[]));
     }
 
     #[test]

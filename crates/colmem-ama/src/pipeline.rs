@@ -1431,6 +1431,9 @@ impl Pipeline {
         } else {
             Vec::new()
         };
+        // "Wings instead of engines now": what it replaced for good may be named in
+        // other words.
+        let displaced = crate::judge::displaced_for_good(&memory.content);
         let prefix = format!("{}/", speaker.to_lowercase());
         let names = crate::judge::people(memory, &[]);
         // "Erin lives in Tokyo now": what the speaker holds of Erin ("my colleague Erin
@@ -1450,6 +1453,7 @@ impl Pipeline {
                 .iter()
                 .any(|v| crate::values::touches(said, v))
                 || named_person.is_some_and(|p| crate::values::mentions(&f.content, p))
+                || crate::judge::names_all(&f.content, &displaced)
                 || crate::values::days(&f.content)
                     .iter()
                     .any(|d| wrong_days.contains(d));

@@ -840,6 +840,38 @@ fn a_night_owl_replaces_a_morning_person() {
     assert!(then.iter().any(|f| f.content.contains("morning person")));
 }
 
+/// "Boats instead of engines these days" ends what was said of the engines, though it
+/// names neither the old workshop nor a key of work; history keeps it.
+#[test]
+fn what_is_done_instead_for_good_ends_what_it_replaced() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "Busy week at Hartley Marine: I rebuild diesel engines and my hands are black.",
+                "2022-02-10",
+            ),
+            (
+                "D2:1",
+                "Sailing boats instead of engines these days, I restore their wooden hulls.",
+                "2023-06-01",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "diesel engines"));
+    assert!(world.recalls_current_fact(dana, helper, "Sailing boats"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "diesel engines",
+        View::WorldAsOf(Timestamp::parse("2022-06-01").unwrap()),
+    );
+    assert!(then.iter().any(|f| f.content.contains("diesel engines")));
+}
+
 /// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
 /// me Crete and a sunbed"; history keeps it.
 #[test]
