@@ -1593,7 +1593,7 @@ fn negated(before: &[String]) -> bool {
 }
 
 /// Words that negate the cue after them: "don't ever quit" ends nothing.
-const NEGATIONS: &[&str] = &[
+pub(crate) const NEGATIONS: &[&str] = &[
     "don't",
     "dont",
     "never",

@@ -220,9 +220,10 @@ impl Judge for OfflineJudge {
     /// else's people do ("Neusa's sister moved") changes nothing the speaker holds, and
     /// lends no cue to the turn's other statements; what the speaker's kin do ("my
     /// brother bought a Tesla") changes nothing held of the speaker themselves. What a
-    /// statement says it took the place of for good ("Wings instead of engines now")
-    /// is stale in every held fact of the same person that names it ("I work on jet
-    /// engine turbines"), values or none.
+    /// statement says was put aside for good, taken the place of ("Wings instead of
+    /// engines now") or left unused ("the vinyl collection is gathering dust"), is
+    /// stale in every held fact of the same person that names it ("I work on jet
+    /// engine turbines", "Bill Evans on vinyl"), values or none.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         // What was shared is described, not stated: an image's caption names no value.
         let said = &without_annotations(said);
@@ -478,11 +479,18 @@ fn instead_of(statement: &str) -> Option<(String, String)> {
     ))
 }
 
-/// The stems of what a statement says its news has taken the place of for good: "engin"
-/// of "Wings instead of engines now", "coffe" of "I drink tea instead of coffee these
-/// days"; none for a one-off ("tea instead of coffee this morning") or what is set
-/// against the past only in the replaced words ("instead of the bus I used to take").
+/// The stems of what a statement says was put aside for good:
+/// - what its news has taken the place of: "engin" of "Wings instead of engines now",
+///   "bus" of "I cycle instead of the bus I used to take"; none for a one-off ("tea
+///   instead of coffee this morning");
+/// - what it says lies unused: "vinyl" of "the vinyl collection is gathering dust".
 pub(crate) fn displaced_for_good(statement: &str) -> Vec<String> {
+    let mut out = replaced_for_good(statement);
+    out.extend(lies_unused(statement));
+    out
+}
+
+fn replaced_for_good(statement: &str) -> Vec<String> {
     let Some((replaced, without)) = instead_of(statement) else {
         return Vec::new();
     };
@@ -503,6 +511,50 @@ pub(crate) fn displaced_for_good(statement: &str) -> Vec<String> {
         return Vec::new();
     }
     ws[start..end].iter().map(|w| stem(w)).collect()
+}
+
+/// The stems of what a statement says lies unused, less the words for what holds it:
+/// "vinyl" of "the vinyl collection is gathering dust", "guitar" of "my guitar has
+/// been collecting dust"; none of "my guitar isn't gathering dust".
+fn lies_unused(statement: &str) -> Vec<String> {
+    const UNUSED: &[&str] = &["gathering dust", "collecting dust"];
+    // Between the thing and the idiom.
+    const LINKS: &[&str] = &[
+        "is", "are", "'s", "has", "have", "been", "sits", "sit", "sitting", "there", "just",
+        "still", "now", "all",
+    ];
+    const HOLDERS: &[&str] = &[
+        "collection",
+        "collections",
+        "stuff",
+        "things",
+        "gear",
+        "kit",
+    ];
+    let lower = statement.to_lowercase().replace('\u{2019}', "'");
+    let Some(at) = UNUSED.iter().find_map(|idiom| find_phrase(&lower, idiom)) else {
+        return Vec::new();
+    };
+    let before = words(&lower[..at]);
+    let content = content_words(&lower[..at]);
+    let mut back = before
+        .iter()
+        .rev()
+        .skip_while(|w| LINKS.contains(&w.as_str()))
+        .peekable();
+    if back
+        .peek()
+        .is_some_and(|w| crate::change::NEGATIONS.contains(&w.as_str()) || *w == "aren't")
+    {
+        return Vec::new();
+    }
+    let mut thing: Vec<String> = back
+        .take_while(|w| content.contains(w))
+        .filter(|w| !HOLDERS.contains(&w.as_str()))
+        .map(|w| stem(w))
+        .collect();
+    thing.reverse();
+    thing
 }
 
 /// Whether `held` names every stem of what a statement replaced for good (see
@@ -726,6 +778,17 @@ mod tests {
         assert!(displaced_for_good("I had tea instead of coffee this morning.").is_empty());
         assert!(displaced_for_good("Instead of skiing we stayed in.").is_empty());
         assert!(displaced_for_good("I drink tea now.").is_empty());
+        assert_eq!(
+            displaced_for_good(
+                "I barely put on anything else, and the vinyl collection is gathering dust."
+            ),
+            ["vinyl"]
+        );
+        assert_eq!(
+            displaced_for_good("My guitar has been collecting dust since June."),
+            ["guita"]
+        );
+        assert!(displaced_for_good("My guitar isn't gathering dust, I play daily.").is_empty());
         assert!(names_all(
             "Test-bench week: I work on jet engine turbines.",
             &displaced_for_good("Wings instead of engines now.")

@@ -872,6 +872,37 @@ fn what_is_done_instead_for_good_ends_what_it_replaced() {
     assert!(then.iter().any(|f| f.content.contains("diesel engines")));
 }
 
+/// "The banjo just sits there gathering dust" ends what was said of playing it, though
+/// it names no value the held fact has; history keeps it.
+#[test]
+fn what_lies_unused_no_longer_holds() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "Between shifts the banjo keeps me sane, I pick a tune every evening.",
+                "2022-02-10",
+            ),
+            (
+                "D2:1",
+                "These days I mostly read; the banjo just sits there gathering dust.",
+                "2023-06-01",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "banjo keeps"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "banjo",
+        View::WorldAsOf(Timestamp::parse("2022-06-01").unwrap()),
+    );
+    assert!(then.iter().any(|f| f.content.contains("banjo keeps")));
+}
+
 /// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
 /// me Crete and a sunbed"; history keeps it.
 #[test]
