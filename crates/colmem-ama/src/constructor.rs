@@ -218,7 +218,8 @@ impl OfflineConstructor {
 
     fn facts(&self, turn: &TurnInput) -> Vec<Memory> {
         let mut out = Vec::new();
-        for whole in sentences(&turn.text) {
+        let people = [turn.speaker.to_lowercase(), turn.listener.to_lowercase()];
+        for whole in telegraphic(sentences(&turn.text), self.config.min_fact_words, &people) {
             if whole.ends_with('?') {
                 continue;
             }
@@ -494,6 +495,39 @@ pub(crate) enum Subject {
     /// Someone else otherwise: "the manager of the team quit", "colleagues were
     /// transferred" (but "Mom and I left Brooklyn" opens with a relation too).
     Other,
+}
+
+/// `sentences` with each run of two or more too short to be facts alone (fewer than
+/// `min_words` words, no question) joined into one where together they tell of an
+/// attribute and name a value of it, none of `people`: "Dubai. Moved. Still
+/// jetlagged." is one statement of a home. Any other run ("Sounds great, Jon! Next
+/// Friday works.") stays as it was.
+fn telegraphic(sentences: Vec<String>, min_words: usize, people: &[String]) -> Vec<String> {
+    let short = |s: &String| words(s).len() < min_words && !s.ends_with('?');
+    let mut out = Vec::with_capacity(sentences.len());
+    let mut run: Vec<String> = Vec::new();
+    let flush = |run: &mut Vec<String>, out: &mut Vec<String>| {
+        let joined = run.join(" ");
+        if run.len() > 1
+            && !key_attributes(&joined).is_empty()
+            && !crate::values::named(&joined, people).is_empty()
+        {
+            out.push(joined);
+        } else {
+            out.append(run);
+        }
+        run.clear();
+    };
+    for sentence in sentences {
+        if short(&sentence) {
+            run.push(sentence);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(sentence);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 /// A sentence in which the speaker tells two of their attributes in clauses joined by
@@ -1355,6 +1389,29 @@ pub fn preference(sentence: &str, speaker: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn telegraphic_fragments_of_one_attribute_make_one_statement() {
+        let people = ["noor".to_owned(), "assistant".to_owned()];
+        let said = |text: &str| telegraphic(sentences(text), 4, &people);
+        assert_eq!(
+            said("Dubai. Moved. Still jetlagged. Amman already feels like a dream."),
+            [
+                "Dubai. Moved. Still jetlagged.",
+                "Amman already feels like a dream."
+            ]
+        );
+        // No attribute, no value, or one fragment alone: as they were.
+        assert_eq!(said("Wow. Thanks, Noor!"), ["Wow.", "Thanks, Noor!"]);
+        assert_eq!(
+            said("Sounds great, Noor! Next Friday works."),
+            ["Sounds great, Noor!", "Next Friday works."]
+        );
+        assert_eq!(
+            said("Moved. I live in Dubai now."),
+            ["Moved.", "I live in Dubai now."]
+        );
+    }
 
     #[test]
     fn a_text_tells_a_time_by_a_date_a_year_or_one_relative_to_its_saying() {

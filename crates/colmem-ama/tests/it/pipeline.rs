@@ -903,6 +903,42 @@ fn what_lies_unused_no_longer_holds() {
     assert!(then.iter().any(|f| f.content.contains("banjo keeps")));
 }
 
+/// A move told in fragments ("Lisbon. Relocated. Boxes everywhere.") is one statement
+/// of a home: it replaces the home held, and what was said there of the old city.
+#[test]
+fn a_move_told_in_fragments_replaces_the_home() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "Windy again in Porto. I've lived here since I was a kid.",
+                "2021-03-03",
+            ),
+            (
+                "D2:1",
+                "Lisbon. Relocated. Boxes everywhere. Porto already feels far away.",
+                "2022-09-20",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "since Dana was a kid"));
+    assert!(!world.recalls_current_fact(dana, helper, "Windy again"));
+    assert!(world.recalls_current_fact(dana, helper, "Lisbon"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "Porto",
+        View::WorldAsOf(Timestamp::parse("2021-06-01").unwrap()),
+    );
+    assert!(
+        then.iter()
+            .any(|f| f.content.contains("since Dana was a kid"))
+    );
+}
+
 /// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
 /// me Crete and a sunbed"; history keeps it.
 #[test]
