@@ -332,6 +332,24 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
             "getaway",
         ],
     ),
+    // How hot someone likes their food: "keep recipes mild", "extra hot, please". A
+    // level of heat is the sense `attribute_words` gives "mild" or "hot" said of it.
+    (
+        "spice",
+        &[
+            "spicy",
+            "spicier",
+            "spice",
+            "spices",
+            "spiciness",
+            "chilli",
+            "chili",
+            "chillies",
+            "chilies",
+            "chiles",
+            SPICE_LEVEL,
+        ],
+    ),
     // When in the day someone is at their best: "I'm a morning person", "a night owl".
     // Its only word is the sense `attribute_words` gives such a name.
     ("chronotype", &[CHRONOTYPE]),
@@ -856,6 +874,8 @@ fn attribute_words(text: &str) -> Vec<String> {
                 "fly" if matches!(before(1), Some("a" | "the")) => "fly (an insect)",
                 // "A morning person", "a night owl", "an early riser".
                 _ if ends_a_chronotype(&ws, i) => CHRONOTYPE,
+                // "Keep it mild", "extra hot, please" of food that has a heat.
+                _ if spice_level(&ws, i).is_some() => SPICE_LEVEL,
                 // A flat white is a coffee, not a home.
                 "flat" if at(i + 1) == Some("white") => "coffee",
                 // "Got my own place in Casablanca" is a home.
@@ -924,6 +944,70 @@ pub(crate) fn chronotypes(text: &str) -> Vec<String> {
         .filter(|&i| ends_a_chronotype(&ws, i))
         .map(|i| format!("{} {}", ws[i - 1], ws[i]))
         .collect()
+}
+
+/// The sense [`attribute_words`] gives a level of heat said of food ("mild" of "keep
+/// recipes mild; chilli makes me cry").
+const SPICE_LEVEL: &str = "heat level";
+
+/// Words that say food has a heat to it.
+const SPICE_WORDS: &[&str] = &[
+    "spicy",
+    "spicier",
+    "spice",
+    "spices",
+    "spiciness",
+    "chilli",
+    "chili",
+    "chillies",
+    "chilies",
+    "chiles",
+    "heat",
+    "jalapeno",
+    "jalapenos",
+    "habanero",
+    "sriracha",
+    "curry",
+    "curries",
+];
+
+/// The level of heat the word at `i` of `ws` ([`lexicon_words`]) names, with the word
+/// before it when that makes it stronger ("extra hot"), where the text speaks of food
+/// with a heat to it ([`SPICE_WORDS`]) or of food and recipes: not "a mild winter" or
+/// "too hot outside".
+fn spice_level(ws: &[String], i: usize) -> Option<String> {
+    const LEVELS: &[&str] = &["mild", "medium", "hot", "spicy", "fiery"];
+    const STRONGER: &[&str] = &["extra", "very", "super", "really", "too", "fairly"];
+    let food = ATTRIBUTES
+        .iter()
+        .find(|(name, _)| *name == "food")
+        .map_or(&[][..], |(_, lexicon)| *lexicon);
+    let of_food = |w: &String| {
+        SPICE_WORDS.contains(&w.as_str())
+            || food.contains(&w.as_str())
+            || matches!(w.as_str(), "recipe" | "recipes" | "sauce" | "sauces")
+    };
+    if !LEVELS.contains(&ws[i].as_str()) || !ws.iter().any(of_food) {
+        return None;
+    }
+    // "Medium" before another level only makes it stronger.
+    if ws[i] == "medium" && ws.get(i + 1).is_some_and(|w| LEVELS.contains(&w.as_str())) {
+        return None;
+    }
+    Some(match i.checked_sub(1).map(|j| ws[j].as_str()) {
+        Some(stronger) if STRONGER.contains(&stronger) || stronger == "medium" => {
+            format!("{stronger} {}", ws[i])
+        }
+        _ => ws[i].clone(),
+    })
+}
+
+/// The levels of heat `text` asks of its food, in lower case: "mild" of "keep recipes
+/// mild; chilli makes me cry", "extra hot" of "extra hot, please, the more chilli the
+/// better". Each is a value of the `spice` attribute.
+pub(crate) fn spice_levels(text: &str) -> Vec<String> {
+    let ws = lexicon_words(text);
+    (0..ws.len()).filter_map(|i| spice_level(&ws, i)).collect()
 }
 
 /// The attributes a fact is keyed by: [`attributes`], without the lexicon words that
@@ -1338,6 +1422,19 @@ const SINGLE_VALUED: &[&str] = &[
     "car",
     "relationship",
     "school",
+    "chronotype",
+    "spice",
+];
+
+/// Attributes that are tastes, what someone likes rather than where they stand in life:
+/// a request may set one ("Extra hot, please").
+pub const TASTES: &[&str] = &[
+    "spice",
+    "food",
+    "drink",
+    "music",
+    "vacation",
+    "travel",
     "chronotype",
 ];
 
@@ -2833,6 +2930,33 @@ mod tests {
             );
         }
         assert!(states_the_one_value("chronotype", "I'm a night owl."));
+    }
+
+    #[test]
+    fn how_hot_one_likes_food_is_an_attribute_its_level_the_value() {
+        for (said, level) in [
+            (
+                "Please keep recipes mild for me; chilli makes me cry.",
+                "mild",
+            ),
+            (
+                "Extra hot, please, the more chilli the better.",
+                "extra hot",
+            ),
+            ("I like my chilli medium hot.", "medium hot"),
+        ] {
+            assert_eq!(key_attributes(said)[0], "spice", "{said}");
+            assert_eq!(spice_levels(said), [level], "{said}");
+        }
+        for not_heat in [
+            "We had a mild winter this year.",
+            "It's too hot outside today.",
+            "I caught a mild cold on the flight.",
+        ] {
+            assert!(spice_levels(not_heat).is_empty(), "{not_heat}");
+            assert!(!key_attributes(not_heat).contains(&"spice"), "{not_heat}");
+        }
+        assert!(states_the_one_value("spice", "Extra hot, please."));
     }
 
     #[test]

@@ -223,7 +223,9 @@ impl Judge for OfflineJudge {
     /// statement says was put aside for good, taken the place of ("Wings instead of
     /// engines now") or left unused ("the vinyl collection is gathering dust"), is
     /// stale in every held fact of the same person that names it ("I work on jet
-    /// engine turbines", "Bill Evans on vinyl"), values or none.
+    /// engine turbines", "Bill Evans on vinyl"), values or none. A request of a taste
+    /// ("Extra hot, please") replaces an earlier request under its key that asked for
+    /// another value ("Please keep recipes mild"), with no word of change.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
         // What was shared is described, not stated: an image's caption names no value.
         let said = &without_annotations(said);
@@ -378,6 +380,9 @@ impl Judge for OfflineJudge {
             let joins = same_key
                 && (!strong || changed_elsewhere)
                 && attribute.is_some_and(|a| !displaces(a, &new.content, &f.content));
+            let re_requested = attribute.is_some_and(|a| crate::change::TASTES.contains(&a))
+                && asks_politely(&new.content)
+                && asks_politely(&f.content);
             let stale = if old_values.is_empty() {
                 // Neither names a value: only the statement's own words that the old
                 // state ended count ("Book window seats from now on", "let me fix
@@ -406,7 +411,11 @@ impl Judge for OfflineJudge {
             } else {
                 // An end named ("Rakuten laid off my group") closes a fact all of
                 // whose values it names, whether or not something takes their place.
-                (brings_new && !joins && (changed || (same_key && self.config.latest_wins)))
+                // A request of a taste gives way to the next one: "Extra hot,
+                // please" after "Please keep recipes mild".
+                (brings_new
+                    && !joins
+                    && (changed || (same_key && (self.config.latest_wins || re_requested))))
                     // Its names suffice when it has any: "Rakuten laid off my group"
                     // ends "a product designer at Rakuten".
                     // Under the same key one of them suffices: "not going back to
@@ -562,6 +571,14 @@ fn lies_unused(statement: &str) -> Vec<String> {
 pub(crate) fn names_all(held: &str, stems: &[String]) -> bool {
     let held_stems: Vec<String> = content_words(held).iter().map(|w| stem(w)).collect();
     !stems.is_empty() && stems.iter().all(|s| held_stems.contains(s))
+}
+
+/// Whether a statement asks something of the listener, politely: "Please keep recipes
+/// mild for me", "Extra hot, please".
+fn asks_politely(statement: &str) -> bool {
+    words(statement)
+        .iter()
+        .any(|w| matches!(w.as_str(), "please" | "pls" | "kindly"))
 }
 
 /// Whether a statement says what it tells is had as well: "too", "also", "as well".

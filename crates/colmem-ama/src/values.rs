@@ -641,6 +641,10 @@ pub fn named(text: &str, names: &[String]) -> Vec<String> {
     for chronotype in crate::change::chronotypes(text) {
         push(chronotype, &mut out);
     }
+    // "Keep recipes mild", "extra hot, please": how hot someone likes their food.
+    for level in crate::change::spice_levels(text) {
+        push(level, &mut out);
+    }
     out
 }
 

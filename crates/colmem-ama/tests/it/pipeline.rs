@@ -939,6 +939,58 @@ fn a_move_told_in_fragments_replaces_the_home() {
     );
 }
 
+/// A request of a taste gives way to the next of its kind, with no word of change:
+/// "Really spicy, please" after "Please keep it mild"; history keeps the old one. A
+/// statement that asks nothing ("I like it mild") is not replaced so.
+#[test]
+fn a_request_of_a_taste_gives_way_to_the_next() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "Please keep the curry recipes mild for me, chillies upset my stomach.",
+                "2021-04-04",
+            ),
+            (
+                "D2:1",
+                "Really spicy, please, as many chillies as the curry can take.",
+                "2022-08-15",
+            ),
+        ],
+    );
+    assert!(!world.recalls_current_fact(dana, helper, "recipes mild"));
+    assert!(world.recalls_current_fact(dana, helper, "Really spicy"));
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "recipes mild",
+        View::WorldAsOf(Timestamp::parse("2021-06-01").unwrap()),
+    );
+    assert!(then.iter().any(|f| f.content.contains("recipes mild")));
+
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "I like my curry recipes mild, chillies upset my stomach.",
+                "2021-04-04",
+            ),
+            (
+                "D2:1",
+                "Really spicy, please, as many chillies as the curry can take.",
+                "2022-08-15",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(dana, helper, "recipes mild"));
+}
+
 /// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
 /// me Crete and a sunbed"; history keeps it.
 #[test]
