@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use colmem_access::narrowest;
 use colmem_core::{
     AgentId, Draft, Fragment, FragmentId, Granularity, Kind, NewFragment, ReadFilter, Scope,
-    Source, UserId, Validity, View,
+    Source, Timestamp, UserId, Validity, View,
 };
 use colmem_index::{Hit, HybridIndex, Query, Signal};
 use colmem_llm::{ChatModel, Embedder};
@@ -1150,6 +1150,9 @@ impl Pipeline {
         }
         if options.view == View::Current {
             self.demote_outdated_turns(caller, &mut found)?;
+            if prefer.date.is_none() && asks_of_the_present(&plan.rewritten) {
+                self.leave_out_past_events(caller, context.now, &mut found)?;
+            }
         }
         for hit in &mut found {
             hit.score *= self.form_weight(&hit.fragment);
@@ -1257,6 +1260,38 @@ impl Pipeline {
                 hit.score *= OUTDATED_TURN_WEIGHT;
             }
         }
+        Ok(())
+    }
+
+    /// For a question of what holds now ("Which company employs Ines now?"), a fact of an
+    /// event over well before the present ("helping at my uncle's restaurant on the
+    /// weekend of 11 June 2022") tells of the past, not of what holds: it is left out,
+    /// as a history read finds it. The present is `now`, or else the newest world time of
+    /// the facts the caller reads: an event told [`EVENT_OVER_DAYS`] days or more before it
+    /// is over. A state begun on a day ("started at Initech in May") is no event, and
+    /// the raw turn that told the event stays.
+    fn leave_out_past_events(
+        &self,
+        caller: &Caller<'_>,
+        now: Option<Timestamp>,
+        found: &mut Vec<Recalled>,
+    ) -> Result<()> {
+        if !found.iter().any(|h| tells_of_an_event(&h.fragment)) {
+            return Ok(());
+        }
+        let present = match now {
+            Some(now) => Some(now),
+            None => self
+                .newest_fact_versions(caller)?
+                .iter()
+                .map(|f| f.validity.from())
+                .max(),
+        };
+        let Some(present) = present else {
+            return Ok(());
+        };
+        let over_by = present.plus_millis(-EVENT_OVER_DAYS * 86_400_000);
+        found.retain(|h| !(tells_of_an_event(&h.fragment) && h.fragment.validity.from() < over_by));
         Ok(())
     }
 
@@ -1993,6 +2028,9 @@ const REPLACED_LOOKBACK: usize = 200;
 /// How much lower a turn ranks, in a read of what holds now, when every fact drawn
 /// from it was replaced.
 const OUTDATED_TURN_WEIGHT: f64 = 0.5;
+/// How many days before the present an event told is over, for a question of what
+/// holds now.
+const EVENT_OVER_DAYS: i64 = 7;
 
 /// How many days either side of a day a query names [`PipelineConfig::dated_search`]
 /// searches.
@@ -2283,6 +2321,27 @@ impl Preference<'_> {
         }
         boost
     }
+}
+
+/// Whether a question asks what holds now: "Where does Dana work now?", "What is she
+/// reading these days?", "Does he still drive the Civic?".
+fn asks_of_the_present(question: &str) -> bool {
+    let ws = crate::text::words(question);
+    let at = |i: usize| ws.get(i).map(String::as_str);
+    (0..ws.len()).any(|i| match ws[i].as_str() {
+        "now" | "currently" | "nowadays" | "anymore" | "still" => true,
+        "these" => at(i + 1) == Some("days"),
+        "at" => at(i + 1) == Some("the") && at(i + 2) == Some("moment"),
+        _ => false,
+    })
+}
+
+/// Whether a fact tells of a dated event ("went to a convention in March 2023"), not of
+/// a state that began then ("started at Initech in May").
+fn tells_of_an_event(fragment: &Fragment) -> bool {
+    fragment.granularity == Granularity::Fact
+        && crate::constructor::date_phrase(&fragment.content).is_some()
+        && !crate::change::starts_a_state(&fragment.content)
 }
 
 /// A date a query names: a month, with its year and day when given.
@@ -2642,6 +2701,26 @@ mod tests {
             year: None,
         };
         assert!(!told_on(at("2023-07-07"), month));
+    }
+
+    #[test]
+    fn a_question_of_the_present_says_so() {
+        for now in [
+            "Which company employs Ines now?",
+            "Where does Bilal work these days?",
+            "What is Jon currently reading?",
+            "Does Dana still drive the Civic?",
+            "Is Dana vegetarian at the moment?",
+        ] {
+            assert!(asks_of_the_present(now), "{now}");
+        }
+        for not_now in [
+            "Where did Ines work in June 2022?",
+            "What days does Dana go to the gym?",
+            "When did Dana move to Porto?",
+        ] {
+            assert!(!asks_of_the_present(not_now), "{not_now}");
+        }
     }
 
     #[test]

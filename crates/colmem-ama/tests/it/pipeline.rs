@@ -10,8 +10,8 @@ use colmem_access::{
     WritePolicySet,
 };
 use colmem_ama::{
-    Caller, ConstructorConfig, MAX_K, Origin, Pipeline, PipelineConfig, Recall, RecallOptions,
-    RetrieverConfig, Roles, Route, TurnInput,
+    Caller, ConstructorConfig, MAX_K, Origin, Pipeline, PipelineConfig, QueryContext, Recall,
+    RecallOptions, RetrieverConfig, Roles, Route, TurnInput,
 };
 use colmem_core::{
     AccessChange, AccessEvent, AgentId, Clock, Draft, Edge, Fragment, FragmentId, Granularity,
@@ -989,6 +989,83 @@ fn a_request_of_a_taste_gives_way_to_the_next() {
         ],
     );
     assert!(world.recalls_current_fact(dana, helper, "recipes mild"));
+}
+
+/// A question of what holds now reads no fact of an event over well before the
+/// present: "volunteering at the food bank this weekend" is history by the time of the
+/// new job. Asked without "now", or of that weekend, the event is there; so is its raw
+/// turn.
+#[test]
+fn a_question_of_now_reads_no_event_long_over() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "I'm a nurse at St Mary's, on the children's ward.",
+                "2022-01-10",
+            ),
+            (
+                "D1:2",
+                "Volunteering at the food bank this weekend, wish me stamina.",
+                "2022-02-12",
+            ),
+            (
+                "D2:1",
+                "I've moved to the Royal Infirmary as a charge nurse.",
+                "2022-09-01",
+            ),
+        ],
+    );
+    let event = |hits: &[Fragment]| {
+        hits.iter()
+            .any(|f| f.granularity == Granularity::Fact && f.content.contains("food bank"))
+    };
+    let (_, now) = world.ask(
+        dana,
+        helper,
+        "Where does Dana volunteer or work now?",
+        View::Current,
+    );
+    assert!(!event(&now), "{now:?}");
+    assert!(
+        now.iter()
+            .any(|f| f.granularity == Granularity::RawTurn && f.content.contains("food bank"))
+    );
+    let (_, plain) = world.ask(
+        dana,
+        helper,
+        "Where does Dana volunteer or work?",
+        View::Current,
+    );
+    assert!(event(&plain), "{plain:?}");
+    let (_, then) = world.ask(
+        dana,
+        helper,
+        "Where did Dana volunteer in February 2022? Is she still there?",
+        View::Current,
+    );
+    assert!(event(&then), "{then:?}");
+    // Asked that weekend, the event is not over.
+    let caller = world.caller(dana, helper).unwrap();
+    let asked_then = world
+        .pipeline
+        .recall(
+            &caller,
+            "Where does Dana volunteer or work now?",
+            &RecallOptions {
+                context: QueryContext {
+                    now: Timestamp::parse("2022-02-13").ok(),
+                    ..QueryContext::default()
+                },
+                ..RecallOptions::default()
+            },
+        )
+        .unwrap();
+    let hits: Vec<Fragment> = asked_then.hits.into_iter().map(|h| h.fragment).collect();
+    assert!(event(&hits), "{hits:?}");
 }
 
 /// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
