@@ -94,11 +94,9 @@ const TEMPORAL: &[&str] = &[
 /// The question's topic: its content words, time words and words of the asked
 /// attribute aside (the attribute counts separately).
 fn topic(question: &str) -> Vec<String> {
-    let lexicon: Vec<&str> = attributes(question)
+    let lexicon = attributes(question)
         .first()
-        .and_then(|a| crate::change::ATTRIBUTES.iter().find(|(n, _)| n == a))
-        .map(|(_, words)| words.to_vec())
-        .unwrap_or_default();
+        .map_or(&[][..], |a| crate::change::lexicon_of(a));
     let mut topic: Vec<String> = content_words(question)
         .into_iter()
         .filter(|w| {

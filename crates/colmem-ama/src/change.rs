@@ -334,22 +334,7 @@ pub const ATTRIBUTES: &[(&str, &[&str])] = &[
     ),
     // How hot someone likes their food: "keep recipes mild", "extra hot, please". A
     // level of heat is the sense `attribute_words` gives "mild" or "hot" said of it.
-    (
-        "spice",
-        &[
-            "spicy",
-            "spicier",
-            "spice",
-            "spices",
-            "spiciness",
-            "chilli",
-            "chili",
-            "chillies",
-            "chilies",
-            "chiles",
-            SPICE_LEVEL,
-        ],
-    ),
+    ("spice", SPICE),
     // When in the day someone is at their best: "I'm a morning person", "a night owl".
     // Its only word is the sense `attribute_words` gives such a name.
     ("chronotype", &[CHRONOTYPE]),
@@ -902,37 +887,30 @@ const CHRONOTYPE: &str = "chronotype";
 /// someone is at their best: "morning person", "night owl", "early bird", "late
 /// riser"; not "the early bird special".
 fn ends_a_chronotype(ws: &[String], i: usize) -> bool {
-    let Some(first) = i.checked_sub(1).map(|j| ws[j].as_str()) else {
+    let at = |k: Option<usize>| k.map(|j| ws[j].as_str());
+    let (Some(first), Some(article)) = (at(i.checked_sub(1)), at(i.checked_sub(2))) else {
         return false;
     };
-    match ws[i].as_str() {
-        "person" | "people" | "type" => matches!(first, "morning" | "night" | "evening"),
-        "owl" | "owls" => first == "night",
-        "lark" | "larks" => first == "morning",
-        "riser" | "risers" => matches!(first, "early" | "late"),
-        "bird" | "birds" => {
-            first == "early"
-                && !ws.get(i + 1).is_some_and(|w| {
-                    matches!(
-                        w.as_str(),
-                        "special"
-                            | "specials"
-                            | "discount"
-                            | "ticket"
-                            | "tickets"
-                            | "price"
-                            | "prices"
-                            | "rate"
-                            | "registration"
-                            | "offer"
-                            | "deal"
-                            | "catches"
-                            | "gets"
-                    )
-                })
-        }
+    // Someone is one: "I'm a morning person", "into a night owl"; not "the morning
+    // people at my gym", "I'm not a morning person".
+    let one = matches!(article, "a" | "an")
+        && !(3..=4).any(|k| at(i.checked_sub(k)).is_some_and(|w| NEGATIONS.contains(&w)));
+    let named = match ws[i].as_str() {
+        "person" | "type" => matches!(first, "morning" | "night" | "evening"),
+        "owl" => first == "night",
+        "lark" => first == "morning",
+        "riser" => matches!(first, "early" | "late"),
+        // "An early bird", not "an early bird ticket".
+        "bird" => first == "early" && !ws.get(i + 1).is_some_and(|w| !is_function_word(w)),
         _ => false,
-    }
+    };
+    one && named
+}
+
+/// Whether a word is a function word, no noun a name could run on into: "an early bird,
+/// so", "an early bird and".
+fn is_function_word(w: &str) -> bool {
+    STOPWORDS.contains(&w) || matches!(w, "so" | "and" | "but" | "too" | "now")
 }
 
 /// The names in `text` for when in the day someone is at their best, in lower case:
@@ -950,8 +928,8 @@ pub(crate) fn chronotypes(text: &str) -> Vec<String> {
 /// recipes mild; chilli makes me cry").
 const SPICE_LEVEL: &str = "heat level";
 
-/// Words that say food has a heat to it.
-const SPICE_WORDS: &[&str] = &[
+/// The words of how hot someone likes their food: of heat, and a level of it.
+const SPICE: &[&str] = &[
     "spicy",
     "spicier",
     "spice",
@@ -962,43 +940,49 @@ const SPICE_WORDS: &[&str] = &[
     "chillies",
     "chilies",
     "chiles",
-    "heat",
     "jalapeno",
-    "jalapenos",
     "habanero",
     "sriracha",
-    "curry",
-    "curries",
+    SPICE_LEVEL,
 ];
+
+/// The lexicon of `attribute` in [`ATTRIBUTES`] (empty for none).
+pub fn lexicon_of(attribute: &str) -> &'static [&'static str] {
+    ATTRIBUTES
+        .iter()
+        .find(|(name, _)| *name == attribute)
+        .map_or(&[], |(_, lexicon)| lexicon)
+}
 
 /// The level of heat the word at `i` of `ws` ([`lexicon_words`]) names, with the word
 /// before it when that makes it stronger ("extra hot"), where the text speaks of food
-/// with a heat to it ([`SPICE_WORDS`]) or of food and recipes: not "a mild winter" or
-/// "too hot outside".
+/// or of its heat: "mild", "spicy", "fiery", "hot" after a word that makes it stronger,
+/// "medium" before another level ("medium hot"). Not "a mild winter", "too hot
+/// outside", "hot chocolate", "a medium portion of chilli", nor what is refused
+/// ("nothing spicy", "not too spicy").
 fn spice_level(ws: &[String], i: usize) -> Option<String> {
-    const LEVELS: &[&str] = &["mild", "medium", "hot", "spicy", "fiery"];
-    const STRONGER: &[&str] = &["extra", "very", "super", "really", "too", "fairly"];
-    let food = ATTRIBUTES
-        .iter()
-        .find(|(name, _)| *name == "food")
-        .map_or(&[][..], |(_, lexicon)| *lexicon);
+    const STRONGER: &[&str] = &["extra", "very", "super", "really", "fairly", "medium"];
+    let before = |k: usize| i.checked_sub(k).map(|j| ws[j].as_str());
+    let stronger = before(1).filter(|w| STRONGER.contains(w));
+    let level = match ws[i].as_str() {
+        "mild" | "spicy" | "fiery" => true,
+        "hot" => stronger.is_some(),
+        _ => false,
+    };
     let of_food = |w: &String| {
-        SPICE_WORDS.contains(&w.as_str())
-            || food.contains(&w.as_str())
+        SPICE.contains(&w.as_str())
+            || lexicon_of("food").contains(&w.as_str())
             || matches!(w.as_str(), "recipe" | "recipes" | "sauce" | "sauces")
     };
-    if !LEVELS.contains(&ws[i].as_str()) || !ws.iter().any(of_food) {
+    let refused = (1..=3).any(|k| {
+        before(k).is_some_and(|w| matches!(w, "nothing" | "no" | "not" | "never" | "without"))
+    });
+    if !level || refused || !ws.iter().any(of_food) {
         return None;
     }
-    // "Medium" before another level only makes it stronger.
-    if ws[i] == "medium" && ws.get(i + 1).is_some_and(|w| LEVELS.contains(&w.as_str())) {
-        return None;
-    }
-    Some(match i.checked_sub(1).map(|j| ws[j].as_str()) {
-        Some(stronger) if STRONGER.contains(&stronger) || stronger == "medium" => {
-            format!("{stronger} {}", ws[i])
-        }
-        _ => ws[i].clone(),
+    Some(match stronger {
+        Some(stronger) => format!("{stronger} {}", ws[i]),
+        None => ws[i].clone(),
     })
 }
 
@@ -2920,8 +2904,11 @@ mod tests {
         }
         for not_one in [
             "The early bird special ends at six.",
+            "We got an early bird ticket.",
             "We saw an owl last night.",
             "The morning was cold; one person came.",
+            "I'm not a morning person, so no calls before ten.",
+            "The morning people at my gym are chatty.",
         ] {
             assert!(chronotypes(not_one).is_empty(), "{not_one}");
             assert!(
@@ -2956,7 +2943,17 @@ mod tests {
             assert!(spice_levels(not_heat).is_empty(), "{not_heat}");
             assert!(!key_attributes(not_heat).contains(&"spice"), "{not_heat}");
         }
+        // Of chilli, but no level of heat asked.
+        for no_level in [
+            "Hot chocolate with a pinch of chilli.",
+            "Chilli con carne, a medium portion please.",
+            "Please serve the chilli hot, not lukewarm.",
+        ] {
+            assert!(spice_levels(no_level).is_empty(), "{no_level}");
+        }
         assert!(states_the_one_value("spice", "Extra hot, please."));
+        assert!(spice_levels("Nothing spicy for me anymore, chilli wrecks my stomach.").is_empty());
+        assert!(spice_levels("Not too spicy, please, the chilli burns.").is_empty());
     }
 
     #[test]

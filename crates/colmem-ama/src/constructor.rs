@@ -498,10 +498,10 @@ pub(crate) enum Subject {
 }
 
 /// `sentences` with each run of two or more too short to be facts alone (fewer than
-/// `min_words` words, no question) joined into one where together they tell of an
-/// attribute and name a value of it, none of `people`: "Dubai. Moved. Still
-/// jetlagged." is one statement of a home. Any other run ("Sounds great, Jon! Next
-/// Friday works.") stays as it was.
+/// `min_words` words, no question) joined into one where together they tell of a
+/// change of an attribute, in so many words, and name a value, none of `people`:
+/// "Dubai. Moved. Still jetlagged." is one statement of a home. Any other run ("Sounds
+/// great, Jon! Next Friday works.", "Paris. Loved it. Home now.") stays as it was.
 fn telegraphic(sentences: Vec<String>, min_words: usize, people: &[String]) -> Vec<String> {
     let short = |s: &String| words(s).len() < min_words && !s.ends_with('?');
     let mut out = Vec::with_capacity(sentences.len());
@@ -510,6 +510,7 @@ fn telegraphic(sentences: Vec<String>, min_words: usize, people: &[String]) -> V
         let joined = run.join(" ");
         if run.len() > 1
             && !key_attributes(&joined).is_empty()
+            && crate::change::announces_strong_change(&joined)
             && !crate::values::named(&joined, people).is_empty()
         {
             out.push(joined);
@@ -1406,6 +1407,10 @@ mod tests {
         assert_eq!(
             said("Sounds great, Noor! Next Friday works."),
             ["Sounds great, Noor!", "Next Friday works."]
+        );
+        assert_eq!(
+            said("Paris. Loved it. Home now."),
+            ["Paris.", "Loved it.", "Home now."]
         );
         assert_eq!(
             said("Moved. I live in Dubai now."),

@@ -222,8 +222,9 @@ impl Judge for OfflineJudge {
     /// brother bought a Tesla") changes nothing held of the speaker themselves. What a
     /// statement says was put aside for good, taken the place of ("Wings instead of
     /// engines now") or left unused ("the vinyl collection is gathering dust"), is
-    /// stale in every held fact of the same person that names it ("I work on jet
-    /// engine turbines", "Bill Evans on vinyl"), values or none. A request of a taste
+    /// stale in every held fact of the same person (and attribute, when both are
+    /// keyed) that names it ("I work on jet engine turbines", "Bill Evans on vinyl"),
+    /// values or none, unless that fact tells of an event. A request of a taste
     /// ("Extra hot, please") replaces an earlier request under its key that asked for
     /// another value ("Please keep recipes mild"), with no word of change.
     fn conflicts(&self, new: &Memory, said: &str, held: &[&Fragment]) -> Result<Vec<Conflict>> {
@@ -342,8 +343,12 @@ impl Judge for OfflineJudge {
                     touches(said, v) && instead_of.as_deref().is_none_or(|y| touches(y, v))
                 });
             // "Wings instead of engines now" ends "I work on jet engine turbines": a
-            // held fact of the same person that names what was replaced for good.
-            let names_displaced = keys_agree && names_all(&f.content, &displaced);
+            // held fact of the same person, and of the same attribute when both have
+            // one, that names what was put aside for good. An event stays true.
+            let names_displaced = keys_agree
+                && (new.key.is_none() || f.key.is_none() || same_key)
+                && !is_event(&f.content)
+                && names_all(&f.content, &displaced);
             let overlaps = |old: &[String], new: &[String]| {
                 keys_agree && jaccard(old, new) >= self.config.correction_overlap
             };
@@ -406,7 +411,7 @@ impl Judge for OfflineJudge {
                 // A dated event ("went to a convention in March 2023") stays true
                 // whatever holds now; a dated change ("got a job at a startup last
                 // month") is a state that may end.
-                let event = date_phrase(&f.content).is_some() && !starts_a_state(&f.content);
+                let event = is_event(&f.content);
                 (same_key || ends_old) && !event && (cue || (self.config.latest_wins && brings_new))
             } else {
                 // An end named ("Rakuten laid off my group") closes a fact all of
@@ -488,10 +493,11 @@ fn instead_of(statement: &str) -> Option<(String, String)> {
     ))
 }
 
-/// The stems of what a statement says was put aside for good:
-/// - what its news has taken the place of: "engin" of "Wings instead of engines now",
+/// The words, in their base forms, of what a statement says was put aside for good:
+/// - what its news has taken the place of: "engine" of "Wings instead of engines now",
 ///   "bus" of "I cycle instead of the bus I used to take"; none for a one-off ("tea
-///   instead of coffee this morning");
+///   instead of coffee this morning", "for now") or a negated one ("I don't eat tofu
+///   instead of meat anymore");
 /// - what it says lies unused: "vinyl" of "the vinyl collection is gathering dust".
 pub(crate) fn displaced_for_good(statement: &str) -> Vec<String> {
     let mut out = replaced_for_good(statement);
@@ -503,6 +509,12 @@ fn replaced_for_good(statement: &str) -> Vec<String> {
     let Some((replaced, without)) = instead_of(statement) else {
         return Vec::new();
     };
+    // "I don't eat tofu instead of meat anymore" brings the meat back.
+    let lower = statement.to_lowercase().replace('\u{2019}', "'");
+    let before = find_phrase(&lower, "instead of").map_or("", |at| &lower[..at]);
+    if negates(before) {
+        return Vec::new();
+    }
     // The first run of content words names it: "bus" of "the bus I used to take".
     let content = content_words(&replaced);
     let ws = words(&replaced);
@@ -514,17 +526,57 @@ fn replaced_for_good(statement: &str) -> Vec<String> {
         .iter()
         .position(|w| !content.contains(w) || PRESENT_AGAINST_PAST.contains(&w.as_str()))
         .map_or(ws.len(), |n| start + n);
-    // The rest of the statement says it is for good: "… now", "these days", "switched".
+    // The rest of the statement says it is for good: "… now", "these days", "switched";
+    // not "for now" or "right now".
     let rest = format!("{without} {}", ws[end..].join(" "));
-    if !sets_present_against_past(&rest) && !announces_strong_change(&rest) {
+    let for_a_while = ["for now", "right now", "just now", "for the time being"]
+        .iter()
+        .any(|p| find_phrase(&rest, p).is_some());
+    if for_a_while || (!sets_present_against_past(&rest) && !announces_strong_change(&rest)) {
         return Vec::new();
     }
-    ws[start..end].iter().map(|w| stem(w)).collect()
+    ws[start..end].iter().map(|w| lemma(w)).collect()
 }
 
-/// The stems of what a statement says lies unused, less the words for what holds it:
+/// A word's base form, a plural's singular: "engine" of "engines", "hobby" of
+/// "hobbies"; the whole word, so "engineer" stays itself.
+fn lemma(word: &str) -> String {
+    if let Some(normal) = colmem_index::singular(word).or_else(|| colmem_index::base_form(word)) {
+        return normal.to_owned();
+    }
+    let long = word.chars().count() > 3;
+    if let Some(root) = word.strip_suffix("ies").filter(|_| long) {
+        return format!("{root}y");
+    }
+    for ending in ["ches", "shes", "sses", "xes"] {
+        if let Some(root) = word.strip_suffix(ending) {
+            return format!("{root}{}", &ending[..ending.len() - 2]);
+        }
+    }
+    match word.strip_suffix('s') {
+        Some(root) if long && !root.ends_with(['s', 'u', 'i']) => root.to_owned(),
+        _ => word.to_owned(),
+    }
+}
+
+/// Whether words carry a negation: "don't", "not", "no longer", "never".
+fn negates(text: &str) -> bool {
+    words(text).iter().any(|w| {
+        crate::change::NEGATIONS.contains(&w.as_str()) || matches!(w.as_str(), "no" | "aren't")
+    })
+}
+
+/// Whether a held fact tells of a dated event ("went to a convention in March 2023"),
+/// which no new state makes stale, rather than of a state begun then ("got a job at a
+/// startup last month").
+fn is_event(fact: &str) -> bool {
+    date_phrase(fact).is_some() && !starts_a_state(fact)
+}
+
+/// The words of what a statement says lies unused, less the words for what holds it:
 /// "vinyl" of "the vinyl collection is gathering dust", "guitar" of "my guitar has
-/// been collecting dust"; none of "my guitar isn't gathering dust".
+/// been collecting dust"; none of "my guitar isn't gathering dust" or "don't let it sit
+/// there gathering dust".
 fn lies_unused(statement: &str) -> Vec<String> {
     const UNUSED: &[&str] = &["gathering dust", "collecting dust"];
     // Between the thing and the idiom.
@@ -544,41 +596,43 @@ fn lies_unused(statement: &str) -> Vec<String> {
     let Some(at) = UNUSED.iter().find_map(|idiom| find_phrase(&lower, idiom)) else {
         return Vec::new();
     };
-    let before = words(&lower[..at]);
-    let content = content_words(&lower[..at]);
-    let mut back = before
+    // Its clause: "my guitar is no longer gathering dust", "don't let it sit there
+    // gathering dust" say no such thing.
+    let clause = &lower[lower[..at]
+        .rfind(['.', '!', '?', ';', ','])
+        .map_or(0, |i| i + 1)..at];
+    if negates(clause) || words(clause).iter().any(|w| w == "let") {
+        return Vec::new();
+    }
+    let before = words(clause);
+    let content = content_words(clause);
+    let mut thing: Vec<String> = before
         .iter()
         .rev()
         .skip_while(|w| LINKS.contains(&w.as_str()))
-        .peekable();
-    if back
-        .peek()
-        .is_some_and(|w| crate::change::NEGATIONS.contains(&w.as_str()) || *w == "aren't")
-    {
-        return Vec::new();
-    }
-    let mut thing: Vec<String> = back
         .take_while(|w| content.contains(w))
         .filter(|w| !HOLDERS.contains(&w.as_str()))
-        .map(|w| stem(w))
+        .map(|w| lemma(w))
         .collect();
     thing.reverse();
     thing
 }
 
-/// Whether `held` names every stem of what a statement replaced for good (see
-/// [`displaced_for_good`]): "I work on jet engine turbines" of "engin".
-pub(crate) fn names_all(held: &str, stems: &[String]) -> bool {
-    let held_stems: Vec<String> = content_words(held).iter().map(|w| stem(w)).collect();
-    !stems.is_empty() && stems.iter().all(|s| held_stems.contains(s))
+/// Whether `held` names every word of what a statement put aside for good (see
+/// [`displaced_for_good`]), in their base forms: "I work on jet engine turbines" names
+/// "engine", "I'm an aerospace engineer" does not.
+pub(crate) fn names_all(held: &str, lemmas: &[String]) -> bool {
+    let held: Vec<String> = content_words(held).iter().map(|w| lemma(w)).collect();
+    !lemmas.is_empty() && lemmas.iter().all(|l| held.contains(l))
 }
 
 /// Whether a statement asks something of the listener, politely: "Please keep recipes
 /// mild for me", "Extra hot, please".
 fn asks_politely(statement: &str) -> bool {
-    words(statement)
-        .iter()
-        .any(|w| matches!(w.as_str(), "please" | "pls" | "kindly"))
+    let ws = words(statement);
+    // "My dad is hard to please" asks nothing.
+    (0..ws.len())
+        .any(|i| matches!(ws[i].as_str(), "please" | "pls") && !(i > 0 && ws[i - 1] == "to"))
 }
 
 /// Whether a statement says what it tells is had as well: "too", "also", "as well".
@@ -781,11 +835,11 @@ mod tests {
     fn what_is_replaced_for_good_is_the_first_thing_named_after_instead_of() {
         assert_eq!(
             displaced_for_good("Wings instead of engines now."),
-            ["engin"]
+            ["engine"]
         );
         assert_eq!(
             displaced_for_good("I drink green tea instead of coffee these days."),
-            ["coffe"]
+            ["coffee"]
         );
         assert_eq!(
             displaced_for_good("I cycle instead of the bus I used to take."),
@@ -795,6 +849,11 @@ mod tests {
         assert!(displaced_for_good("I had tea instead of coffee this morning.").is_empty());
         assert!(displaced_for_good("Instead of skiing we stayed in.").is_empty());
         assert!(displaced_for_good("I drink tea now.").is_empty());
+        assert!(
+            displaced_for_good("I'm at my parents' place instead of the office for now.")
+                .is_empty()
+        );
+        assert!(displaced_for_good("I don't eat tofu instead of meat anymore.").is_empty());
         assert_eq!(
             displaced_for_good(
                 "I barely put on anything else, and the vinyl collection is gathering dust."
@@ -803,9 +862,11 @@ mod tests {
         );
         assert_eq!(
             displaced_for_good("My guitar has been collecting dust since June."),
-            ["guita"]
+            ["guitar"]
         );
         assert!(displaced_for_good("My guitar isn't gathering dust, I play daily.").is_empty());
+        assert!(displaced_for_good("My guitar is no longer gathering dust.").is_empty());
+        assert!(displaced_for_good("Don't let my guitar sit there gathering dust.").is_empty());
         assert!(names_all(
             "Test-bench week: I work on jet engine turbines.",
             &displaced_for_good("Wings instead of engines now.")
@@ -815,6 +876,27 @@ mod tests {
             &displaced_for_good("Wings instead of engines now.")
         ));
         assert!(!names_all("I work on wings.", &[]));
+        assert!(!names_all(
+            "I'm an aerospace engineer at Rolls-Royce.",
+            &displaced_for_good("Wings instead of engines now.")
+        ));
+        assert!(asks_politely("Extra hot, please."));
+        assert!(!asks_politely("My dad is hard to please."));
+    }
+
+    #[test]
+    fn a_lemma_is_the_whole_word_in_the_singular() {
+        for (word, lemma_of) in [
+            ("engines", "engine"),
+            ("engineer", "engineer"),
+            ("hobbies", "hobby"),
+            ("boxes", "box"),
+            ("glasses", "glass"),
+            ("bus", "bus"),
+            ("children", "child"),
+        ] {
+            assert_eq!(lemma(word), lemma_of, "{word}");
+        }
     }
 
     #[test]

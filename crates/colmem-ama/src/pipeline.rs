@@ -1267,16 +1267,22 @@ impl Pipeline {
     /// event over well before the present ("helping at my uncle's restaurant on the
     /// weekend of 11 June 2022") tells of the past, not of what holds: it is left out,
     /// as a history read finds it. The present is `now`, or else the newest world time of
-    /// the facts the caller reads: an event told [`EVENT_OVER_DAYS`] days or more before it
-    /// is over. A state begun on a day ("started at Initech in May") is no event, and
-    /// the raw turn that told the event stays.
+    /// the facts the caller reads; an event is over when the day or month its fact names
+    /// ended more than [`EVENT_OVER_DAYS`] days before it. A state begun or held from a
+    /// day ("started at Initech in May", "vegan since 2018", "born on 5 May 2019") is no
+    /// event, and the raw turn that told the event stays.
     fn leave_out_past_events(
         &self,
         caller: &Caller<'_>,
         now: Option<Timestamp>,
         found: &mut Vec<Recalled>,
     ) -> Result<()> {
-        if !found.iter().any(|h| tells_of_an_event(&h.fragment)) {
+        let end = |f: &Fragment| {
+            (f.granularity == Granularity::Fact)
+                .then(|| event_end(&f.content))
+                .flatten()
+        };
+        if !found.iter().any(|h| end(&h.fragment).is_some()) {
             return Ok(());
         }
         let present = match now {
@@ -1291,7 +1297,7 @@ impl Pipeline {
             return Ok(());
         };
         let over_by = present.plus_millis(-EVENT_OVER_DAYS * 86_400_000);
-        found.retain(|h| !(tells_of_an_event(&h.fragment) && h.fragment.validity.from() < over_by));
+        found.retain(|h| end(&h.fragment).is_none_or(|end| end >= over_by));
         Ok(())
     }
 
@@ -2028,8 +2034,8 @@ const REPLACED_LOOKBACK: usize = 200;
 /// How much lower a turn ranks, in a read of what holds now, when every fact drawn
 /// from it was replaced.
 const OUTDATED_TURN_WEIGHT: f64 = 0.5;
-/// How many days before the present an event told is over, for a question of what
-/// holds now.
+/// How many days before the present an event must have ended to be over, for a
+/// question of what holds now.
 const EVENT_OVER_DAYS: i64 = 7;
 
 /// How many days either side of a day a query names [`PipelineConfig::dated_search`]
@@ -2324,24 +2330,45 @@ impl Preference<'_> {
 }
 
 /// Whether a question asks what holds now: "Where does Dana work now?", "What is she
-/// reading these days?", "Does he still drive the Civic?".
+/// reading these days?", "Does he still drive the Civic?"; not one that counts up to now
+/// ("How many races has Dana run by now?").
 fn asks_of_the_present(question: &str) -> bool {
     let ws = crate::text::words(question);
     let at = |i: usize| ws.get(i).map(String::as_str);
-    (0..ws.len()).any(|i| match ws[i].as_str() {
-        "now" | "currently" | "nowadays" | "anymore" | "still" => true,
-        "these" => at(i + 1) == Some("days"),
-        "at" => at(i + 1) == Some("the") && at(i + 2) == Some("moment"),
-        _ => false,
-    })
+    let counts = (0..ws.len()).any(|i| {
+        (ws[i] == "how" && matches!(at(i + 1), Some("many" | "much" | "long" | "often")))
+            || (ws[i] == "by" && at(i + 1) == Some("now"))
+    });
+    !counts
+        && (0..ws.len()).any(|i| match ws[i].as_str() {
+            "now" | "currently" | "nowadays" | "anymore" | "still" => true,
+            "these" => at(i + 1) == Some("days"),
+            "at" => at(i + 1) == Some("the") && at(i + 2) == Some("moment"),
+            _ => false,
+        })
 }
 
-/// Whether a fact tells of a dated event ("went to a convention in March 2023"), not of
-/// a state that began then ("started at Initech in May").
-fn tells_of_an_event(fragment: &Fragment) -> bool {
-    fragment.granularity == Granularity::Fact
-        && crate::constructor::date_phrase(&fragment.content).is_some()
-        && !crate::change::starts_a_state(&fragment.content)
+/// When the event a fact's text tells of ended: the end of the day, or of the month, that it
+/// names with its year ("on the weekend of 11 June 2022", "went to a convention in
+/// March 2023"). `None` for a fact of no such event: one naming no day or month of a
+/// year, or telling of a state begun or held from it ("started at Initech in May
+/// 2023", "vegan since June 2018", "born on 5 May 2019").
+fn event_end(text: &str) -> Option<Timestamp> {
+    if crate::change::starts_a_state(text)
+        || crate::text::words(text)
+            .iter()
+            .any(|w| matches!(w.as_str(), "since" | "from" | "until" | "born"))
+    {
+        return None;
+    }
+    crate::constructor::date_phrase(text)?;
+    let named = named_date(text)?;
+    let first = jiff::civil::Date::new(named.year?, named.month, named.day.unwrap_or(1)).ok()?;
+    let end = match named.day {
+        Some(_) => first.tomorrow().ok()?,
+        None => first.checked_add(jiff::Span::new().months(1)).ok()?,
+    };
+    day_start(end)
 }
 
 /// A date a query names: a month, with its year and day when given.
@@ -2704,6 +2731,28 @@ mod tests {
     }
 
     #[test]
+    fn an_event_ends_with_the_day_or_month_it_names() {
+        let day = |d: &str| Timestamp::parse(d).ok();
+        assert_eq!(
+            event_end("Helping at Ines's uncle's restaurant on the weekend of 11 June 2022."),
+            day("2022-06-12")
+        );
+        assert_eq!(
+            event_end("Dana went to a convention in March 2023."),
+            day("2023-04-01")
+        );
+        for no_event in [
+            "Dana started at Initech in May 2023.",
+            "Dana has been vegan since June 2018.",
+            "Dana's daughter was born on 5 May 2019.",
+            "Dana went to Lisbon in 2019.",
+            "Dana works at Globex.",
+        ] {
+            assert_eq!(event_end(no_event), None, "{no_event}");
+        }
+    }
+
+    #[test]
     fn a_question_of_the_present_says_so() {
         for now in [
             "Which company employs Ines now?",
@@ -2715,6 +2764,8 @@ mod tests {
             assert!(asks_of_the_present(now), "{now}");
         }
         for not_now in [
+            "How many races has Dana run by now?",
+            "How long has Dana lived in Porto now?",
             "Where did Ines work in June 2022?",
             "What days does Dana go to the gym?",
             "When did Dana move to Porto?",

@@ -40,7 +40,7 @@ pub use hybrid::{
     CatchUp, FusionConfig, Hit, HybridConfig, HybridIndex, OpenReport, Plan, PlannerConfig, Query,
     Signal, Strategy,
 };
-pub use lemma::base_form;
+pub use lemma::{base_form, singular};
 pub use lexical::{LexicalHit, LexicalIndex, MemoryBm25, analyze};
 pub use postings::AccessPostings;
 pub use roaring::RoaringTreemap;
