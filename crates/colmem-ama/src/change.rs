@@ -901,7 +901,7 @@ fn ends_a_chronotype(ws: &[String], i: usize) -> bool {
         "lark" => first == "morning",
         "riser" => matches!(first, "early" | "late"),
         // "An early bird", not "an early bird ticket".
-        "bird" => first == "early" && !ws.get(i + 1).is_some_and(|w| !is_function_word(w)),
+        "bird" => first == "early" && ws.get(i + 1).is_none_or(|w| is_function_word(w)),
         _ => false,
     };
     one && named

@@ -25,7 +25,7 @@ pub fn normal_form(word: &str) -> Option<&'static str> {
 }
 
 /// The singular of an irregular plural: "children" is "child", "women" "woman". A
-/// question about someone's children finds "my child" (and, through [`full_form`],
+/// question about someone's children finds "my child" (and, through `full_form`,
 /// "the kids").
 pub fn singular(word: &str) -> Option<&'static str> {
     looked_up(IRREGULAR_PLURALS, word)
