@@ -888,29 +888,53 @@ const CHRONOTYPE: &str = "chronotype";
 /// riser"; not "the early bird special".
 fn ends_a_chronotype(ws: &[String], i: usize) -> bool {
     let at = |k: Option<usize>| k.map(|j| ws[j].as_str());
-    let (Some(first), Some(article)) = (at(i.checked_sub(1)), at(i.checked_sub(2))) else {
+    let Some(first) = at(i.checked_sub(1)) else {
         return false;
     };
+    // "A night-owl" comes as "a", "night-owl", "night", "owl".
+    let hyphened = at(i.checked_sub(2)) == Some(format!("{first}-{}", ws[i]).as_str());
+    let article = if hyphened { 3 } else { 2 };
     // Someone is one: "I'm a morning person", "into a night owl"; not "the morning
-    // people at my gym", "I'm not a morning person".
-    let one = matches!(article, "a" | "an")
-        && !(3..=4).any(|k| at(i.checked_sub(k)).is_some_and(|w| NEGATIONS.contains(&w)));
+    // people at my gym", "I'm not (much of) a morning person".
+    let one = at(i.checked_sub(article)).is_some_and(|a| matches!(a, "a" | "an"))
+        && !(article + 1..=article + 3)
+            .any(|k| at(i.checked_sub(k)).is_some_and(|w| NEGATIONS.contains(&w)));
     let named = match ws[i].as_str() {
         "person" | "type" => matches!(first, "morning" | "night" | "evening"),
         "owl" => first == "night",
         "lark" => first == "morning",
         "riser" => matches!(first, "early" | "late"),
         // "An early bird", not "an early bird ticket".
-        "bird" => first == "early" && ws.get(i + 1).is_none_or(|w| is_function_word(w)),
+        "bird" => {
+            first == "early"
+                && !ws.get(i + 1).is_some_and(|w| {
+                    matches!(
+                        w.as_str(),
+                        "special"
+                            | "specials"
+                            | "discount"
+                            | "discounts"
+                            | "ticket"
+                            | "tickets"
+                            | "price"
+                            | "prices"
+                            | "pricing"
+                            | "rate"
+                            | "rates"
+                            | "registration"
+                            | "offer"
+                            | "deal"
+                            | "deals"
+                            | "menu"
+                            | "entry"
+                            | "sale"
+                            | "access"
+                    )
+                })
+        }
         _ => false,
     };
     one && named
-}
-
-/// Whether a word is a function word, no noun a name could run on into: "an early bird,
-/// so", "an early bird and".
-fn is_function_word(w: &str) -> bool {
-    STOPWORDS.contains(&w) || matches!(w, "so" | "and" | "but" | "too" | "now")
 }
 
 /// The names in `text` for when in the day someone is at their best, in lower case:
@@ -974,8 +998,10 @@ fn spice_level(ws: &[String], i: usize) -> Option<String> {
             || lexicon_of("food").contains(&w.as_str())
             || matches!(w.as_str(), "recipe" | "recipes" | "sauce" | "sauces")
     };
+    // "Nothing spicy", "I can't handle spicy food", "not too spicy".
     let refused = (1..=3).any(|k| {
-        before(k).is_some_and(|w| matches!(w, "nothing" | "no" | "not" | "never" | "without"))
+        before(k)
+            .is_some_and(|w| NEGATIONS.contains(&w) || matches!(w, "nothing" | "no" | "without"))
     });
     if !level || refused || !ws.iter().any(of_food) {
         return None;
@@ -2898,6 +2924,8 @@ mod tests {
             ),
             ("I've always been an early riser.", "early riser"),
             ("Honestly I'm an early bird.", "early bird"),
+            ("I'm an early bird myself.", "early bird"),
+            ("I've turned into a night-owl.", "night owl"),
         ] {
             assert_eq!(key_attributes(said), ["chronotype"], "{said}");
             assert_eq!(chronotypes(said), [named], "{said}");
@@ -2908,6 +2936,7 @@ mod tests {
             "We saw an owl last night.",
             "The morning was cold; one person came.",
             "I'm not a morning person, so no calls before ten.",
+            "I'm not much of a morning person.",
             "The morning people at my gym are chatty.",
         ] {
             assert!(chronotypes(not_one).is_empty(), "{not_one}");
@@ -2954,6 +2983,7 @@ mod tests {
         assert!(states_the_one_value("spice", "Extra hot, please."));
         assert!(spice_levels("Nothing spicy for me anymore, chilli wrecks my stomach.").is_empty());
         assert!(spice_levels("Not too spicy, please, the chilli burns.").is_empty());
+        assert!(spice_levels("I can't handle spicy food anymore.").is_empty());
     }
 
     #[test]

@@ -493,8 +493,8 @@ fn instead_of(statement: &str) -> Option<(String, String)> {
     ))
 }
 
-/// The words, in their base forms, of what a statement says was put aside for good:
-/// - what its news has taken the place of: "engine" of "Wings instead of engines now",
+/// The words of what a statement says was put aside for good, in lower case:
+/// - what its news has taken the place of: "engines" of "Wings instead of engines now",
 ///   "bus" of "I cycle instead of the bus I used to take"; none for a one-off ("tea
 ///   instead of coffee this morning", "for now") or a negated one ("I don't eat tofu
 ///   instead of meat anymore");
@@ -510,9 +510,8 @@ fn replaced_for_good(statement: &str) -> Vec<String> {
         return Vec::new();
     };
     // "I don't eat tofu instead of meat anymore" brings the meat back.
-    let lower = statement.to_lowercase().replace('\u{2019}', "'");
-    let before = find_phrase(&lower, "instead of").map_or("", |at| &lower[..at]);
-    if negates(before) {
+    let lower = cue_text(statement);
+    if find_phrase(&lower, "instead of").is_some_and(|at| negates(clause_before(&lower, at))) {
         return Vec::new();
     }
     // The first run of content words names it: "bus" of "the bus I used to take".
@@ -535,28 +534,81 @@ fn replaced_for_good(statement: &str) -> Vec<String> {
     if for_a_while || (!sets_present_against_past(&rest) && !announces_strong_change(&rest)) {
         return Vec::new();
     }
-    ws[start..end].iter().map(|w| lemma(w)).collect()
+    ws[start..end].to_vec()
 }
 
-/// A word's base form, a plural's singular: "engine" of "engines", "hobby" of
-/// "hobbies"; the whole word, so "engineer" stays itself.
-fn lemma(word: &str) -> String {
-    if let Some(normal) = colmem_index::singular(word).or_else(|| colmem_index::base_form(word)) {
-        return normal.to_owned();
+/// A text lowercased, its curly apostrophes straightened.
+fn cue_text(text: &str) -> String {
+    text.to_lowercase().replace('\u{2019}', "'")
+}
+
+/// The clause of `lower` that ends at byte `at`: from the last mark or conjunction
+/// before it ("i cycle " of "i no longer drive, i cycle instead of the car").
+fn clause_before(lower: &str, at: usize) -> &str {
+    let head = &lower[..at];
+    let mark = head
+        .rfind(['.', '!', '?', ';', ':', ','])
+        .map_or(0, |i| i + 1);
+    let conjunction = [" and ", " but ", " so "]
+        .iter()
+        .filter_map(|c| head.rfind(c).map(|i| i + c.len()))
+        .max()
+        .unwrap_or(0);
+    &head[mark.max(conjunction)..]
+}
+
+/// The forms a word may take in the singular: itself, without a possessive, and the
+/// singular of a plural ("engines" → "engine", "movies" → "movie" or "movy", "buses" →
+/// "bus"). Words in "-s" that are no plural ("news", "series") keep it.
+fn singulars(word: &str) -> Vec<String> {
+    const NOT_PLURAL: &[&str] = &[
+        "news",
+        "series",
+        "species",
+        "means",
+        "physics",
+        "maths",
+        "politics",
+        "economics",
+        "lens",
+        "bus",
+        "gas",
+        "yes",
+        "this",
+        "his",
+        "was",
+        "has",
+        "is",
+        "us",
+        "plus",
+    ];
+    let word = word.strip_suffix("'s").unwrap_or(word);
+    let mut out = vec![word.to_owned()];
+    out.extend(
+        colmem_index::singular(word)
+            .or_else(|| colmem_index::base_form(word))
+            .map(str::to_owned),
+    );
+    if !NOT_PLURAL.contains(&word) {
+        let roots = [
+            word.strip_suffix('s').map(str::to_owned),
+            word.strip_suffix("es").map(str::to_owned),
+            word.strip_suffix("ies").map(|r| format!("{r}y")),
+        ];
+        out.extend(
+            roots
+                .into_iter()
+                .flatten()
+                .filter(|r| r.chars().count() >= 3),
+        );
     }
-    let long = word.chars().count() > 3;
-    if let Some(root) = word.strip_suffix("ies").filter(|_| long) {
-        return format!("{root}y");
-    }
-    for ending in ["ches", "shes", "sses", "xes"] {
-        if let Some(root) = word.strip_suffix(ending) {
-            return format!("{root}{}", &ending[..ending.len() - 2]);
-        }
-    }
-    match word.strip_suffix('s') {
-        Some(root) if long && !root.ends_with(['s', 'u', 'i']) => root.to_owned(),
-        _ => word.to_owned(),
-    }
+    out
+}
+
+/// Whether two words are one in the singular: "engines" and "engine", not "engineer".
+fn same_word(a: &str, b: &str) -> bool {
+    let of_b = singulars(b);
+    singulars(a).iter().any(|s| of_b.contains(s))
 }
 
 /// Whether words carry a negation: "don't", "not", "no longer", "never".
@@ -567,22 +619,24 @@ fn negates(text: &str) -> bool {
 }
 
 /// Whether a held fact tells of a dated event ("went to a convention in March 2023"),
-/// which no new state makes stale, rather than of a state begun then ("got a job at a
-/// startup last month").
-fn is_event(fact: &str) -> bool {
-    date_phrase(fact).is_some() && !starts_a_state(fact)
+/// which no new state makes stale, rather than of a state begun or held from then ("got
+/// a job at a startup last month", "vegan since 2019").
+pub(crate) fn is_event(fact: &str) -> bool {
+    date_phrase(fact).is_some()
+        && !starts_a_state(fact)
+        && !words(fact).iter().any(|w| w == "since")
 }
 
 /// The words of what a statement says lies unused, less the words for what holds it:
-/// "vinyl" of "the vinyl collection is gathering dust", "guitar" of "my guitar has
-/// been collecting dust"; none of "my guitar isn't gathering dust" or "don't let it sit
+/// "vinyl" of "the vinyl collection is gathering dust", "guitar's" of "my guitar's been
+/// collecting dust"; none of "my guitar isn't gathering dust" or "don't let it sit
 /// there gathering dust".
 fn lies_unused(statement: &str) -> Vec<String> {
     const UNUSED: &[&str] = &["gathering dust", "collecting dust"];
     // Between the thing and the idiom.
     const LINKS: &[&str] = &[
-        "is", "are", "'s", "has", "have", "been", "sits", "sit", "sitting", "there", "just",
-        "still", "now", "all",
+        "is", "are", "has", "have", "been", "sits", "sit", "sitting", "there", "just", "still",
+        "now", "all",
     ];
     const HOLDERS: &[&str] = &[
         "collection",
@@ -592,38 +646,39 @@ fn lies_unused(statement: &str) -> Vec<String> {
         "gear",
         "kit",
     ];
-    let lower = statement.to_lowercase().replace('\u{2019}', "'");
+    let lower = cue_text(statement);
     let Some(at) = UNUSED.iter().find_map(|idiom| find_phrase(&lower, idiom)) else {
         return Vec::new();
     };
-    // Its clause: "my guitar is no longer gathering dust", "don't let it sit there
-    // gathering dust" say no such thing.
-    let clause = &lower[lower[..at]
-        .rfind(['.', '!', '?', ';', ','])
-        .map_or(0, |i| i + 1)..at];
+    // "My guitar is no longer gathering dust", "don't let it sit there gathering dust"
+    // say no such thing.
+    let clause = clause_before(&lower, at);
     if negates(clause) || words(clause).iter().any(|w| w == "let") {
         return Vec::new();
     }
-    let before = words(clause);
-    let content = content_words(clause);
-    let mut thing: Vec<String> = before
-        .iter()
+    // The thing may stand before an aside: "my guitar, sadly, is gathering dust".
+    let sentence = &lower[lower[..at].rfind(['.', '!', '?', ';']).map_or(0, |i| i + 1)..at];
+    let content = content_words(sentence);
+    let mut thing: Vec<String> = words(sentence)
+        .into_iter()
         .rev()
-        .skip_while(|w| LINKS.contains(&w.as_str()))
+        .skip_while(|w| LINKS.contains(&w.as_str()) || w.ends_with("ly"))
         .take_while(|w| content.contains(w))
         .filter(|w| !HOLDERS.contains(&w.as_str()))
-        .map(|w| lemma(w))
         .collect();
     thing.reverse();
     thing
 }
 
 /// Whether `held` names every word of what a statement put aside for good (see
-/// [`displaced_for_good`]), in their base forms: "I work on jet engine turbines" names
-/// "engine", "I'm an aerospace engineer" does not.
-pub(crate) fn names_all(held: &str, lemmas: &[String]) -> bool {
-    let held: Vec<String> = content_words(held).iter().map(|w| lemma(w)).collect();
-    !lemmas.is_empty() && lemmas.iter().all(|l| held.contains(l))
+/// [`displaced_for_good`]), in the singular or not: "I work on jet engine turbines"
+/// names "engines", "I'm an aerospace engineer" does not.
+pub(crate) fn names_all(held: &str, put_aside: &[String]) -> bool {
+    let held = content_words(held);
+    !put_aside.is_empty()
+        && put_aside
+            .iter()
+            .all(|w| held.iter().any(|h| same_word(h, w)))
 }
 
 /// Whether a statement asks something of the listener, politely: "Please keep recipes
@@ -835,7 +890,7 @@ mod tests {
     fn what_is_replaced_for_good_is_the_first_thing_named_after_instead_of() {
         assert_eq!(
             displaced_for_good("Wings instead of engines now."),
-            ["engine"]
+            ["engines"]
         );
         assert_eq!(
             displaced_for_good("I drink green tea instead of coffee these days."),
@@ -864,6 +919,22 @@ mod tests {
             displaced_for_good("My guitar has been collecting dust since June."),
             ["guitar"]
         );
+        assert_eq!(
+            displaced_for_good("My guitar's been collecting dust."),
+            ["guitar's"]
+        );
+        assert_eq!(
+            displaced_for_good("My guitar, sadly, is gathering dust."),
+            ["guitar"]
+        );
+        assert_eq!(
+            displaced_for_good("I don't play anymore and my guitar is gathering dust."),
+            ["guitar"]
+        );
+        assert_eq!(
+            displaced_for_good("I no longer drive, I cycle instead of the car now."),
+            ["car"]
+        );
         assert!(displaced_for_good("My guitar isn't gathering dust, I play daily.").is_empty());
         assert!(displaced_for_good("My guitar is no longer gathering dust.").is_empty());
         assert!(displaced_for_good("Don't let my guitar sit there gathering dust.").is_empty());
@@ -885,17 +956,20 @@ mod tests {
     }
 
     #[test]
-    fn a_lemma_is_the_whole_word_in_the_singular() {
-        for (word, lemma_of) in [
+    fn two_words_are_one_in_the_singular() {
+        for (a, b) in [
             ("engines", "engine"),
-            ("engineer", "engineer"),
             ("hobbies", "hobby"),
+            ("movies", "movie"),
             ("boxes", "box"),
-            ("glasses", "glass"),
-            ("bus", "bus"),
+            ("buses", "bus"),
             ("children", "child"),
+            ("guitar's", "guitar"),
         ] {
-            assert_eq!(lemma(word), lemma_of, "{word}");
+            assert!(same_word(a, b), "{a} {b}");
+        }
+        for (a, b) in [("engineer", "engine"), ("news", "new"), ("was", "wa")] {
+            assert!(!same_word(a, b), "{a} {b}");
         }
     }
 

@@ -2331,13 +2331,14 @@ impl Preference<'_> {
 
 /// Whether a question asks what holds now: "Where does Dana work now?", "What is she
 /// reading these days?", "Does he still drive the Civic?"; not one that counts up to now
-/// ("How many races has Dana run by now?").
+/// ("How many races has Dana run by now?", "How long has she lived there now?").
 fn asks_of_the_present(question: &str) -> bool {
     let ws = crate::text::words(question);
     let at = |i: usize| ws.get(i).map(String::as_str);
     let counts = (0..ws.len()).any(|i| {
-        (ws[i] == "how" && matches!(at(i + 1), Some("many" | "much" | "long" | "often")))
+        (ws[i] == "how" && matches!(at(i + 1), Some("many" | "much" | "long")))
             || (ws[i] == "by" && at(i + 1) == Some("now"))
+            || (ws[i] == "so" && at(i + 1) == Some("far"))
     });
     !counts
         && (0..ws.len()).any(|i| match ws[i].as_str() {
@@ -2350,18 +2351,15 @@ fn asks_of_the_present(question: &str) -> bool {
 
 /// When the event a fact's text tells of ended: the end of the day, or of the month, that it
 /// names with its year ("on the weekend of 11 June 2022", "went to a convention in
-/// March 2023"). `None` for a fact of no such event: one naming no day or month of a
-/// year, or telling of a state begun or held from it ("started at Initech in May
-/// 2023", "vegan since June 2018", "born on 5 May 2019").
+/// March 2023", "worked at Globex until March 2023"). `None` for a fact of no such
+/// event ([`crate::judge::is_event`]): one naming no day or month of a year, or telling
+/// of a state begun or held from it ("started at Initech in May 2023", "vegan since
+/// June 2018"), or of a birth ("born on 5 May 2019").
 fn event_end(text: &str) -> Option<Timestamp> {
-    if crate::change::starts_a_state(text)
-        || crate::text::words(text)
-            .iter()
-            .any(|w| matches!(w.as_str(), "since" | "from" | "until" | "born"))
-    {
+    // A birth is an event, but what it tells (an age) holds on.
+    if !crate::judge::is_event(text) || crate::text::words(text).iter().any(|w| w == "born") {
         return None;
     }
-    crate::constructor::date_phrase(text)?;
     let named = named_date(text)?;
     let first = jiff::civil::Date::new(named.year?, named.month, named.day.unwrap_or(1)).ok()?;
     let end = match named.day {
