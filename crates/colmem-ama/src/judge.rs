@@ -214,9 +214,12 @@ impl Judge for OfflineJudge {
     /// things and also lexicon items ("a product designer at Rakuten"), the names suffice.
     /// A cue in a question to the listener ("what's the last book that moved you?"), in
     /// one asking what to do ("should I switch?") or in what may be ("maybe one day I
-    /// switch") counts for nothing. A held fact that names no value but a date ("went to
-    /// a convention in March 2023") is an event, which no new state makes stale, unless
-    /// it tells of a state beginning ("got a job at a startup last month"). What someone
+    /// switch") counts for nothing. A held fact that names a date ("went to a
+    /// convention in March 2023", "Chispa escaped through the gate on 7 August 2023") is
+    /// an event, which no new state makes stale, unless it tells of a state beginning
+    /// ("got a job at a startup last month") or held since then; one that names values
+    /// gives way only under its own key or to a correction ("the reception is at the
+    /// Grand Hotel on June 12 — sorry, the Ritz"). What someone
     /// else's people do ("Neusa's sister moved") changes nothing the speaker holds, and
     /// lends no cue to the turn's other statements; what the speaker's kin do ("my
     /// brother bought a Tesla") changes nothing held of the speaker themselves. What a
@@ -417,8 +420,11 @@ impl Judge for OfflineJudge {
                 // An end named ("Rakuten laid off my group") closes a fact all of
                 // whose values it names, whether or not something takes their place.
                 // A request of a taste gives way to the next one: "Extra hot,
-                // please" after "Please keep recipes mild".
+                // please" after "Please keep recipes mild". An event is no state: a
+                // value it names elsewhere in the turn ("New client from Canada!
+                // Chispa is going to be in it") does not end it.
                 (brings_new
+                    && (same_key || corrected || !is_event(&f.content))
                     && !joins
                     && (changed || (same_key && (self.config.latest_wins || re_requested))))
                     // Its names suffice when it has any: "Rakuten laid off my group"

@@ -1068,6 +1068,32 @@ fn a_question_of_now_reads_no_event_long_over() {
     assert!(event(&hits), "{hits:?}");
 }
 
+/// An event that names a value stays true when another sentence of a later turn names
+/// that value beside a new one with a cue of change: "New client from Norway, a
+/// cookbook! Pico is going to be in it" ends nothing of "Pico slipped out through the
+/// gate".
+#[test]
+fn an_event_naming_a_value_is_not_ended_by_news_about_it() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "My dog Pico slipped out through the gate yesterday!! Found him at the bakery.",
+                "2023-08-08",
+            ),
+            (
+                "D2:1",
+                "New client from Norway, a cookbook! Pico is going to be in it, obviously.",
+                "2023-09-14",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(dana, helper, "Pico slipped out"));
+}
+
 /// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
 /// me Crete and a sunbed"; history keeps it.
 #[test]
