@@ -1851,12 +1851,19 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
         // "Now that you mention it", "now that I'm a manager": the circumstance of what
         // is said, not the news.
         "now" => next != Some("that"),
-        // "Left Kazik with the neighbour" for the weekend entrusts him, ends nothing.
-        "left" => !ws[i + 1..]
-            .iter()
-            .take(4)
-            .enumerate()
-            .any(|(k, w)| w == "with" && entrusted_to(&ws[i + k + 2..])),
+        // "Left Kazik with the neighbour" for the weekend entrusts him, ends nothing;
+        // nor does leaving a place one leaves every day ("the cat left the room").
+        "left" => {
+            !ws[i + 1..]
+                .iter()
+                .take(4)
+                .enumerate()
+                .any(|(k, w)| w == "with" && entrusted_to(&ws[i + k + 2..]))
+                && !(next == Some("the")
+                    && ws
+                        .get(i + 2)
+                        .is_some_and(|w| LEFT_DAILY.contains(&w.as_str())))
+        }
         // "I didn't get the promotion" changes nothing; "I wasn't expecting the promotion,
         // but I got it" does.
         "promotion" => !(1..=3).any(|n| {
@@ -2019,6 +2026,13 @@ pub fn irrealis(text: &str) -> bool {
                     .is_some_and(|n| n == "had" || n == "been" || n.ends_with("ed"))
         })
 }
+
+/// Places one leaves every day, and leaving them changes nothing: "left the room",
+/// "left the party early".
+const LEFT_DAILY: &[&str] = &[
+    "room", "table", "party", "stage", "kitchen", "bathroom", "meeting", "car", "bar", "pub",
+    "cinema", "theatre", "theater", "building", "house",
+];
 
 /// Whether the words after "with" name a person something is left with: "the
 /// neighbour", "my mum", "a friend" (not "a heavy heart", not a colleague: "left
@@ -3064,6 +3078,9 @@ mod tests {
             "I left Kazik with the neighbour for the weekend.",
             "I left the kids with my mum.",
             "He learned a new word while I was gone.",
+            // A place one leaves every day.
+            "Moustache left the room every time.",
+            "We left the party early.",
         ] {
             assert!(
                 !announces_strong_change(text) && !announces_end(text),
@@ -3076,6 +3093,7 @@ mod tests {
             "My old bike is gone.",
             "I drink oat milk instead.",
             "I quit my job.",
+            "I left the company in May.",
             "I'm joining a new team.",
             "I switched to Android.",
             "I was let go in May.",
