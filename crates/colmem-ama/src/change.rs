@@ -1970,6 +1970,25 @@ const WHERE_TO: &[&str] = &[
     "permanently",
 ];
 
+/// Whether a statement tells of a stay on a trip: "now in the crew hotel", "checked
+/// into a hostel in Porto", "a layover in Doha". Where one sleeps on the way changes
+/// no home; working at a hotel ("I work at a hotel in Madrid") is no stay.
+pub fn on_a_trip(text: &str) -> bool {
+    const LODGINGS: &[&str] = &["hotel", "hostel", "motel", "airbnb", "guesthouse"];
+    let ws = words(&cue_text(text));
+    let stays = (0..ws.len()).any(|j| {
+        LODGINGS.contains(&ws[j].as_str())
+            && ws[j.saturating_sub(4)..j]
+                .iter()
+                .any(|w| matches!(w.as_str(), "in" | "at" | "into"))
+    });
+    (stays
+        || ws
+            .iter()
+            .any(|w| matches!(w.as_str(), "layover" | "stopover")))
+        && !attributes(text).contains(&"work")
+}
+
 /// Words of what may be rather than what is.
 const MAY_BE: &[&str] = &["maybe", "perhaps", "might", "someday"];
 
@@ -2998,6 +3017,24 @@ mod tests {
         assert!(spice_levels("Nothing spicy for me anymore, chilli wrecks my stomach.").is_empty());
         assert!(spice_levels("Not too spicy, please, the chilli burns.").is_empty());
         assert!(spice_levels("I can't handle spicy food anymore.").is_empty());
+    }
+
+    #[test]
+    fn a_stay_in_a_hotel_is_a_trip_working_at_one_is_not() {
+        for trip in [
+            "Left Zurich for Singapore last night, now in the crew hotel.",
+            "Checked into a hostel in Porto.",
+            "A six-hour layover in Doha, then home.",
+        ] {
+            assert!(on_a_trip(trip), "{trip}");
+        }
+        for not_trip in [
+            "I work at a hotel in Madrid now.",
+            "Our sous chef goes to a big hotel in Madrid.",
+            "I moved to Lisbon last month.",
+        ] {
+            assert!(!on_a_trip(not_trip), "{not_trip}");
+        }
     }
 
     #[test]

@@ -213,8 +213,8 @@ impl Judge for OfflineJudge {
     /// its place; when the fact names
     /// things and also lexicon items ("a product designer at Rakuten"), the names suffice.
     /// A cue in a question to the listener ("what's the last book that moved you?"), in
-    /// one asking what to do ("should I switch?") or in what may be ("maybe one day I
-    /// switch") counts for nothing. A held fact that names a date ("went to a
+    /// one asking what to do ("should I switch?"), in what may be ("maybe one day I
+    /// switch") or in a stay on a trip ("now in the crew hotel") counts for nothing. A held fact that names a date ("went to a
     /// convention in March 2023", "Chispa escaped through the gate on 7 August 2023") is
     /// an event, which no new state makes stale, unless it tells of a state beginning
     /// ("got a job at a startup last month") or held since then; one that names values
@@ -240,8 +240,12 @@ impl Judge for OfflineJudge {
         // moved me" (not "moved Dana") tells of a feeling.
         let own = in_first_person(&new.content, new.speaker.as_deref());
         // Nor does what may or would be ("maybe one day I switch to a Pixel"), nor
-        // what someone else does ("he gave up on the whole thing").
-        let unreal = may_be(&own) || supposed(&own) || of_someone_else(&own);
+        // what someone else does ("he gave up on the whole thing"), nor a stay on a
+        // trip ("left Zurich for Singapore, now in the crew hotel").
+        let unreal = may_be(&own)
+            || supposed(&own)
+            || of_someone_else(&own)
+            || crate::change::on_a_trip(&own);
         let corrected = is_correction(&own) || is_correction(&told);
         // "No longer", "from now on": the statement itself says the old state ended.
         let ends_old = !unreal && says_the_old_state_ended(&own);

@@ -1094,6 +1094,30 @@ fn an_event_naming_a_value_is_not_ended_by_news_about_it() {
     assert!(world.recalls_current_fact(dana, helper, "Pico slipped out"));
 }
 
+/// A stay on a trip changes no home: "flew out of Leeds to Malaga, now at the crew
+/// hotel" leaves "I live in Leeds" current.
+#[test]
+fn a_stay_in_a_hotel_changes_no_home() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "I live in Leeds, in a flat near the canal.",
+                "2023-03-01",
+            ),
+            (
+                "D2:1",
+                "Left Leeds for Malaga last night, now at the crew hotel by the beach.",
+                "2023-05-20",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(dana, helper, "flat near the canal"));
+}
+
 /// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
 /// me Crete and a sunbed"; history keeps it.
 #[test]
