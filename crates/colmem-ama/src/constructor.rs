@@ -598,7 +598,9 @@ const FUNCTION_WORDS: &[&str] = &[
 /// Dana's", "two colleagues") or before "of", someone else. So is an unnamed subject
 /// doing something to the speaker ("A recruiter called me", "Guy at the shop tried to
 /// talk me into…") in a sentence where neither the speaker nor theirs opens a clause.
-/// "Dana became a manager" and "I moved with a friend" are the speaker's.
+/// So is a worker named by occupation after a possessive ("our sous chef quit", "my
+/// dentist retired"). "Dana became a manager" and "I moved with a friend" are the
+/// speaker's.
 pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
     let ws = words(sentence);
     let speaker = speaker.to_lowercase();
@@ -653,6 +655,10 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
             _ => continue,
         };
     }
+    // "Our sous chef quit", "my dentist retired": who works for or with the speaker.
+    if opens_with_a_worker(&ws) {
+        return Subject::TheirPeople;
+    }
     // "He moved to Berlin last year": another person, unless the speaker is in it too
     // ("he moved Dana to the Berlin office").
     if matches!(
@@ -689,6 +695,30 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
         return Subject::TheirPeople;
     }
     Subject::Speaker
+}
+
+/// Whether words open with someone named by their occupation after a possessive: "our
+/// sous chef quit", "Dana's family's nanny moved to Leeds", "my dentist retired"; not
+/// "Dana's a nurse" or "my job as a nurse".
+fn opens_with_a_worker(ws: &[String]) -> bool {
+    let owners = ws
+        .iter()
+        .take_while(|w| matches!(w.as_str(), "my" | "our") || w.ends_with("'s"))
+        .count();
+    let rest = &ws[owners..];
+    owners > 0
+        && rest
+            .iter()
+            .take(3)
+            .position(|w| crate::values::is_occupation(w))
+            .is_some_and(|k| {
+                rest[..k].iter().all(|w| {
+                    !matches!(
+                        w.as_str(),
+                        "a" | "an" | "the" | "job" | "work" | "role" | "as" | "is" | "was"
+                    )
+                })
+            })
 }
 
 /// Whether `speaker` (lowercase) opens a clause of `sentence`: after a comma or a
@@ -1450,6 +1480,24 @@ mod tests {
             "Moved to Leeds last month, you should visit!"
         ));
         assert!(about_the_listener("Excited for your new job!"));
+    }
+
+    #[test]
+    fn a_worker_named_by_occupation_after_a_possessive_is_someone_else() {
+        for worker in [
+            "Dana's family's sous chef quit this week.",
+            "My dentist retired in May.",
+            "Our new accountant moved to Leeds.",
+        ] {
+            assert_eq!(subject_of(worker, "Dana"), Subject::TheirPeople, "{worker}");
+        }
+        for own in [
+            "Dana's a nurse in Leeds.",
+            "My job as a nurse is tiring.",
+            "Dana is a sous chef at Marea.",
+        ] {
+            assert_eq!(subject_of(own, "Dana"), Subject::Speaker, "{own}");
+        }
     }
 
     #[test]

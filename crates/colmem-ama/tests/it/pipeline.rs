@@ -1118,6 +1118,26 @@ fn a_stay_in_a_hotel_changes_no_home() {
     assert!(world.recalls_current_fact(dana, helper, "flat near the canal"));
 }
 
+/// Who works with the speaker, named by their occupation, is not the speaker: "our
+/// sous chef quit, he goes to a hotel in Porto" leaves "I'm a line cook at Marea".
+#[test]
+fn a_colleague_named_by_occupation_changes_nothing_of_the_speaker() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            ("D1:1", "I'm a line cook at Marea, a fish place in Lisbon.", "2023-01-10"),
+            (
+                "D2:1",
+                "Our sous chef quit this week, he goes to a big hotel in Porto. No way I leave, Marea is my home.",
+                "2023-04-02",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(dana, helper, "line cook at Marea"));
+}
+
 /// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
 /// me Crete and a sunbed"; history keeps it.
 #[test]
