@@ -788,6 +788,69 @@ fn attribute_words(text: &str) -> Vec<String> {
                 {
                     "moved on"
                 }
+                // "Moved all the shelves around", "moving the furniture round": things
+                // moved about a room, not a home ("we moved around a lot" is one).
+                "moved" | "move" | "moves" | "moving"
+                    if at(i + 1).is_some_and(|w| {
+                        matches!(
+                            w,
+                            "the" | "all" | "some" | "my" | "our" | "it" | "them" | "things"
+                        )
+                    }) && (i + 2..=i + 5).any(|k| matches!(at(k), Some("around" | "round"))) =>
+                {
+                    "moved about"
+                }
+                // "Students and retired people mostly": others who are retired.
+                "retired"
+                    if at(i + 1).is_some_and(|w| {
+                        matches!(
+                            w,
+                            "people"
+                                | "folks"
+                                | "couple"
+                                | "couples"
+                                | "men"
+                                | "women"
+                                | "neighbours"
+                                | "neighbors"
+                                | "customers"
+                                | "residents"
+                                | "veterans"
+                                | "ones"
+                        )
+                    }) =>
+                {
+                    "retired (of others)"
+                }
+                // "Changing lives", "our lives": the plural of life, not where one lives.
+                "lives"
+                    if before(1).is_some_and(|w| {
+                        w.ends_with("'s")
+                            || w.ends_with("ing")
+                            || matches!(
+                                w,
+                                "my" | "our"
+                                    | "your"
+                                    | "his"
+                                    | "her"
+                                    | "their"
+                                    | "its"
+                                    | "whole"
+                                    | "changed"
+                                    | "change"
+                                    | "saved"
+                                    | "save"
+                                    | "ruined"
+                                    | "many"
+                                    | "two"
+                                    | "three"
+                                    | "nine"
+                                    | "people's"
+                            )
+                    }) =>
+                {
+                    "life"
+                }
                 // A night shift is work; a shift in thinking is not.
                 "shift" | "shifts"
                     if matches!(
@@ -1235,16 +1298,22 @@ fn runs_a_business(ws: &[String], i: usize) -> bool {
                 )
             })
     };
-    // The word at `i` and another within three words of it, with no preposition
+    // The word at `i` and another within four words of it, with no preposition
     // between ("ran to the store" is no running of it): the verb, then the business
     // ("I run a small bookshop"), or the business, then the verb ("the bakery I run").
-    (1..=3)
+    // A hyphened word comes as three ("second-hand", "second", "hand") and counts as one.
+    let part = |k: usize| {
+        (k.saturating_sub(2)..k)
+            .any(|m| ws[m].contains('-') && ws[m].split('-').any(|p| p == ws[k]))
+    };
+    (1..=7)
         .flat_map(|k| [i.checked_add(k), i.checked_sub(k)])
         .flatten()
         .filter(|&j| j < ws.len())
         .any(|j| {
             let (a, b) = (i.min(j), i.max(j));
-            ((is_run(a) && is_business(&ws[b])) || (is_business(&ws[a]) && runs_it(b)))
+            (a + 1..b).filter(|&k| !part(k)).count() < 4
+                && ((is_run(a) && is_business(&ws[b])) || (is_business(&ws[a]) && runs_it(b)))
                 && ws[a + 1..b].iter().all(|w| !TIES.contains(&w.as_str()))
         })
 }
@@ -3017,6 +3086,28 @@ mod tests {
         assert!(spice_levels("Nothing spicy for me anymore, chilli wrecks my stomach.").is_empty());
         assert!(spice_levels("Not too spicy, please, the chilli burns.").is_empty());
         assert!(spice_levels("I can't handle spicy food anymore.").is_empty());
+    }
+
+    #[test]
+    fn words_of_home_and_work_in_other_senses_key_nothing_of_them() {
+        for (said, attribute) in [
+            ("We moved around a lot as kids.", "home"),
+            ("She lives in Ghent now.", "home"),
+            ("I run a small second-hand bookshop in Ghent.", "work"),
+            ("I retired last year.", "work"),
+        ] {
+            assert!(key_attributes(said).contains(&attribute), "{said}");
+        }
+        for (said, attribute) in [
+            (
+                "We moved all the shelves around so the corner gets the light.",
+                "home",
+            ),
+            ("Changing minds, not changing lives.", "home"),
+            ("Students and retired people mostly.", "work"),
+        ] {
+            assert!(!key_attributes(said).contains(&attribute), "{said}");
+        }
     }
 
     #[test]

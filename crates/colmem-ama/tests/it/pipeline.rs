@@ -1138,6 +1138,31 @@ fn a_colleague_named_by_occupation_changes_nothing_of_the_speaker() {
     assert!(world.recalls_current_fact(dana, helper, "line cook at Marea"));
 }
 
+/// Who the customers are ("students and retired people") ends no business, nor does a
+/// theme ("changing minds, not changing lives") end anything: the bookshop stays.
+#[test]
+fn words_of_work_and_home_in_other_senses_end_nothing() {
+    let (world, dana, helper) = one_pair();
+    world.dana_says(
+        dana,
+        helper,
+        &[
+            (
+                "D1:1",
+                "I run a small second-hand bookshop in Ghent called De Zolder.",
+                "2021-09-01",
+            ),
+            ("D2:1", "Students and retired people mostly.", "2021-09-02"),
+            (
+                "D3:1",
+                "Changing minds, not changing lives. Doing it.",
+                "2021-12-10",
+            ),
+        ],
+    );
+    assert!(world.recalls_current_fact(dana, helper, "De Zolder"));
+}
+
 /// What one looks for in a holiday changes: "lying on a beach bores me now" ends "give
 /// me Crete and a sunbed"; history keeps it.
 #[test]
