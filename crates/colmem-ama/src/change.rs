@@ -1923,15 +1923,16 @@ fn in_its_sense(ws: &[String], i: usize) -> bool {
         // "Left Kazik with the neighbour" for the weekend entrusts him, ends nothing;
         // nor does leaving a place one leaves every day ("the cat left the room").
         "left" => {
-            !ws[i + 1..]
+            let entrusted = ws[i + 1..]
                 .iter()
                 .take(4)
                 .enumerate()
-                .any(|(k, w)| w == "with" && entrusted_to(&ws[i + k + 2..]))
-                && !(next == Some("the")
-                    && ws
-                        .get(i + 2)
-                        .is_some_and(|w| LEFT_DAILY.contains(&w.as_str())))
+                .any(|(k, w)| w == "with" && entrusted_to(&ws[i + k + 2..]));
+            let daily = next == Some("the")
+                && ws
+                    .get(i + 2)
+                    .is_some_and(|w| LEFT_DAILY.contains(&w.as_str()));
+            !(entrusted || daily)
         }
         // "I didn't get the promotion" changes nothing; "I wasn't expecting the promotion,
         // but I got it" does.
