@@ -796,7 +796,7 @@ fn attribute_words(text: &str) -> Vec<String> {
                             w,
                             "the" | "all" | "some" | "my" | "our" | "it" | "them" | "things"
                         )
-                    }) && (i + 2..=i + 5).any(|k| matches!(at(k), Some("around" | "round"))) =>
+                    }) && (i + 2..=i + 5).any(|k| at(k) == Some("around")) =>
                 {
                     "moved about"
                 }
@@ -807,8 +807,6 @@ fn attribute_words(text: &str) -> Vec<String> {
                             w,
                             "people"
                                 | "folks"
-                                | "couple"
-                                | "couples"
                                 | "men"
                                 | "women"
                                 | "neighbours"
@@ -826,7 +824,6 @@ fn attribute_words(text: &str) -> Vec<String> {
                 "lives"
                     if before(1).is_some_and(|w| {
                         w.ends_with("'s")
-                            || w.ends_with("ing")
                             || matches!(
                                 w,
                                 "my" | "our"
@@ -838,9 +835,14 @@ fn attribute_words(text: &str) -> Vec<String> {
                                     | "whole"
                                     | "changed"
                                     | "change"
+                                    | "changing"
                                     | "saved"
                                     | "save"
+                                    | "saving"
                                     | "ruined"
+                                    | "ruining"
+                                    | "touching"
+                                    | "improving"
                                     | "many"
                                     | "two"
                                     | "three"
@@ -1314,7 +1316,11 @@ fn runs_a_business(ws: &[String], i: usize) -> bool {
             let (a, b) = (i.min(j), i.max(j));
             (a + 1..b).filter(|&k| !part(k)).count() < 4
                 && ((is_run(a) && is_business(&ws[b])) || (is_business(&ws[a]) && runs_it(b)))
-                && ws[a + 1..b].iter().all(|w| !TIES.contains(&w.as_str()))
+                // "I ran 5k, then the bakery": another clause.
+                && ws[a + 1..b].iter().all(|w| {
+                    !TIES.contains(&w.as_str())
+                        && !matches!(w.as_str(), "then" | "and" | "or" | "but")
+                })
         })
 }
 
@@ -2042,7 +2048,8 @@ const WHERE_TO: &[&str] = &[
 
 /// Whether a statement tells of a stay on a trip: "now in the crew hotel", "checked
 /// into a hostel in Porto", "a layover in Doha". Where one sleeps on the way changes
-/// no home; working at a hotel ("I work at a hotel in Madrid") is no stay.
+/// no home; working at a hotel ("I work at a hotel in Madrid") is no stay, and a move
+/// told beside one is a move ("after three weeks in a hotel we moved into our flat").
 pub fn on_a_trip(text: &str) -> bool {
     const LODGINGS: &[&str] = &["hotel", "hostel", "motel", "airbnb", "guesthouse"];
     let ws = words(&cue_text(text));
@@ -2052,10 +2059,24 @@ pub fn on_a_trip(text: &str) -> bool {
                 .iter()
                 .any(|w| matches!(w.as_str(), "in" | "at" | "into"))
     });
+    // A move told beside the stay is a move: "after three weeks in a hotel we finally
+    // moved into our flat", "sold the house, we're in an Airbnb".
+    const SETTLING: &[&str] = &[
+        "moved",
+        "move",
+        "moving",
+        "relocated",
+        "relocating",
+        "flat",
+        "apartment",
+        "house",
+        "sold",
+    ];
     (stays
         || ws
             .iter()
             .any(|w| matches!(w.as_str(), "layover" | "stopover")))
+        && !ws.iter().any(|w| SETTLING.contains(&w.as_str()))
         && !attributes(text).contains(&"work")
 }
 
@@ -2119,8 +2140,8 @@ pub fn irrealis(text: &str) -> bool {
 /// Places one leaves every day, and leaving them changes nothing: "left the room",
 /// "left the party early".
 const LEFT_DAILY: &[&str] = &[
-    "room", "table", "party", "stage", "kitchen", "bathroom", "meeting", "car", "bar", "pub",
-    "cinema", "theatre", "theater", "building", "house",
+    "room", "table", "party", "stage", "kitchen", "bathroom", "meeting", "car", "cinema",
+    "theatre", "theater",
 ];
 
 /// Whether the words after "with" name a person something is left with: "the
@@ -3094,6 +3115,11 @@ mod tests {
         for (said, attribute) in [
             ("We moved around a lot as kids.", "home"),
             ("She lives in Ghent now.", "home"),
+            ("Ming lives in Shanghai now.", "home"),
+            (
+                "We moved all our stuff round the corner to Elm Street.",
+                "home",
+            ),
             ("I run a small second-hand bookshop in Ghent.", "work"),
             ("I retired last year.", "work"),
         ] {
@@ -3105,6 +3131,7 @@ mod tests {
                 "home",
             ),
             ("Changing minds, not changing lives.", "home"),
+            ("I ran 5k, then the bakery.", "work"),
             ("Students and retired people mostly.", "work"),
         ] {
             assert!(!key_attributes(said).contains(&attribute), "{said}");
@@ -3122,6 +3149,9 @@ mod tests {
         }
         for not_trip in [
             "I work at a hotel in Madrid now.",
+            "After three weeks in a hotel we finally moved into our flat in Porto.",
+            "Sold the house; we're in an Airbnb until the new one's built.",
+            "Finally moved to Singapore, the layover in Doha was brutal.",
             "Our sous chef goes to a big hotel in Madrid.",
             "I moved to Lisbon last month.",
         ] {

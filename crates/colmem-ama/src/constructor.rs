@@ -656,7 +656,7 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
         };
     }
     // "Our sous chef quit", "my dentist retired": who works for or with the speaker.
-    if opens_with_a_worker(&ws) {
+    if opens_with_a_worker(&ws, &speaker) {
         return Subject::TheirPeople;
     }
     // "He moved to Berlin last year": another person, unless the speaker is in it too
@@ -697,28 +697,48 @@ pub(crate) fn subject_of(sentence: &str, speaker: &str) -> Subject {
     Subject::Speaker
 }
 
-/// Whether words open with someone named by their occupation after a possessive: "our
-/// sous chef quit", "Dana's family's nanny moved to Leeds", "my dentist retired"; not
-/// "Dana's a nurse" or "my job as a nurse".
-fn opens_with_a_worker(ws: &[String]) -> bool {
-    let owners = ws
-        .iter()
-        .take_while(|w| matches!(w.as_str(), "my" | "our") || w.ends_with("'s"))
-        .count();
+/// Whether words open with someone named by their occupation after a possessive, whose
+/// own job or home changes: "our sous chef quit", "Dana's family's nanny moved to
+/// Leeds", "my dentist retired"; not "Dana's a nurse", "my dentist appointment moved",
+/// "our teacher moved the exam", nor a sentence that goes on about the speaker ("our
+/// manager quit, so Dana is the manager now").
+fn opens_with_a_worker(ws: &[String], speaker: &str) -> bool {
+    const OWN_CHANGES: &[&str] = &[
+        "quit", "quits", "resigned", "retired", "retires", "left", "leaves", "joined", "joins",
+        "died",
+    ];
+    let owner = |w: &String| {
+        matches!(w.as_str(), "my" | "our")
+            || w.strip_suffix("'s")
+                .is_some_and(|o| !crate::text::NOT_OWNERS.contains(&o))
+    };
+    let owners = ws.iter().take_while(|w| owner(w)).count();
     let rest = &ws[owners..];
+    let Some(k) = rest
+        .iter()
+        .take(3)
+        .position(|w| crate::values::is_occupation(w))
+    else {
+        return false;
+    };
+    let at = |n: usize| rest.get(k + n).map(String::as_str);
+    let changes = at(1).is_some_and(|v| OWN_CHANGES.contains(&v))
+        || (matches!(at(1), Some("moved" | "moves" | "goes" | "went"))
+            && matches!(
+                at(2),
+                Some("to" | "away" | "abroad" | "back" | "out" | "home")
+            ));
     owners > 0
-        && rest
+        && changes
+        && rest[..k].iter().all(|w| {
+            !matches!(
+                w.as_str(),
+                "a" | "an" | "the" | "job" | "work" | "role" | "as" | "is" | "was"
+            )
+        })
+        && !rest[k..]
             .iter()
-            .take(3)
-            .position(|w| crate::values::is_occupation(w))
-            .is_some_and(|k| {
-                rest[..k].iter().all(|w| {
-                    !matches!(
-                        w.as_str(),
-                        "a" | "an" | "the" | "job" | "work" | "role" | "as" | "is" | "was"
-                    )
-                })
-            })
+            .any(|w| w == speaker || matches!(w.as_str(), "i" | "i'm" | "we"))
 }
 
 /// Whether `speaker` (lowercase) opens a clause of `sentence`: after a comma or a
@@ -1495,6 +1515,10 @@ mod tests {
             "Dana's a nurse in Leeds.",
             "My job as a nurse is tiring.",
             "Dana is a sous chef at Marea.",
+            "My dentist appointment moved to Friday.",
+            "Our teacher moved the exam to June 12.",
+            "Our chef quit, so Dana is the chef now!",
+            "It's student-loan season.",
         ] {
             assert_eq!(subject_of(own, "Dana"), Subject::Speaker, "{own}");
         }

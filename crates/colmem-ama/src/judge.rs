@@ -218,8 +218,9 @@ impl Judge for OfflineJudge {
     /// convention in March 2023", "Chispa escaped through the gate on 7 August 2023") is
     /// an event, which no new state makes stale, unless it tells of a state beginning
     /// ("got a job at a startup last month") or held since then; one that names values
-    /// gives way only under its own key or to a correction ("the reception is at the
-    /// Grand Hotel on June 12 — sorry, the Ritz"). What someone
+    /// gives way to a new value only under its own key or in a correction ("the
+    /// reception is at the Grand Hotel on June 12 — sorry, the Ritz"), or to a
+    /// statement that it ended naming its values. What someone
     /// else's people do ("Neusa's sister moved") changes nothing the speaker holds, and
     /// lends no cue to the turn's other statements; what the speaker's kin do ("my
     /// brother bought a Tesla") changes nothing held of the speaker themselves. What a
