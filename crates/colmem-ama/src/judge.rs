@@ -167,7 +167,7 @@ pub(crate) fn people(new: &Memory, held: &[&Fragment]) -> Vec<String> {
 /// sold Dana's family's Yaris" are the speaker's too). A relation of work ("Dana's
 /// team standup") may be the speaker's own business.
 fn of_kin_alone(content: &str, speaker: &str) -> bool {
-    let lower = content.to_lowercase().replace('\u{2019}', "'");
+    let lower = cue_text(content);
     let speaker = speaker.to_lowercase();
     let Some(rest) = lower.strip_prefix(&format!("{speaker}'s ")) else {
         return false;

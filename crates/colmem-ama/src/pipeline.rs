@@ -1149,9 +1149,11 @@ impl Pipeline {
             }
         }
         if options.view == View::Current {
-            self.demote_outdated_turns(caller, &mut found)?;
+            // The caller's newest fact versions, read at most once for both.
+            let mut versions = None;
+            self.demote_outdated_turns(caller, &mut versions, &mut found)?;
             if prefer.date.is_none() && asks_of_the_present(&plan.rewritten) {
-                self.leave_out_past_events(caller, context.now, &mut found)?;
+                self.leave_out_past_events(caller, context.now, &mut versions, &mut found)?;
             }
         }
         for hit in &mut found {
@@ -1235,14 +1237,19 @@ impl Pipeline {
     /// holds: it ranks [`OUTDATED_TURN_WEIGHT`] times as high. Judged among the
     /// [`REPLACED_LOOKBACK`] newest fact versions the caller may read, of the turn's user
     /// and session.
-    fn demote_outdated_turns(&self, caller: &Caller<'_>, found: &mut [Recalled]) -> Result<()> {
+    fn demote_outdated_turns(
+        &self,
+        caller: &Caller<'_>,
+        versions: &mut Option<Vec<Fragment>>,
+        found: &mut [Recalled],
+    ) -> Result<()> {
         if !found
             .iter()
             .any(|h| h.fragment.granularity == Granularity::RawTurn)
         {
             return Ok(());
         }
-        let versions = self.newest_fact_versions(caller)?;
+        let versions = self.newest_fact_versions_once(caller, versions)?;
         for hit in found
             .iter_mut()
             .filter(|h| h.fragment.granularity == Granularity::RawTurn)
@@ -1275,6 +1282,7 @@ impl Pipeline {
         &self,
         caller: &Caller<'_>,
         now: Option<Timestamp>,
+        versions: &mut Option<Vec<Fragment>>,
         found: &mut Vec<Recalled>,
     ) -> Result<()> {
         let end = |f: &Fragment| {
@@ -1288,7 +1296,7 @@ impl Pipeline {
         let present = match now {
             Some(now) => Some(now),
             None => self
-                .newest_fact_versions(caller)?
+                .newest_fact_versions_once(caller, versions)?
                 .iter()
                 .map(|f| f.validity.from())
                 .max(),
@@ -1394,6 +1402,19 @@ impl Pipeline {
                 && f.provenance.source.turns.iter().any(|t| turns.contains(&t))
         }));
         Ok(out)
+    }
+
+    /// [`Pipeline::newest_fact_versions`], read into `read` the first time it is asked
+    /// for.
+    fn newest_fact_versions_once<'r>(
+        &self,
+        caller: &Caller<'_>,
+        read: &'r mut Option<Vec<Fragment>>,
+    ) -> Result<&'r [Fragment]> {
+        Ok(match read {
+            Some(versions) => versions,
+            None => read.insert(self.newest_fact_versions(caller)?),
+        })
     }
 
     /// The [`REPLACED_LOOKBACK`] newest fact versions, current or replaced, the caller
