@@ -10,7 +10,7 @@ pub type Result<T, E = EvalError> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum EvalError {
     /// A data file that cannot be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: String,
