@@ -632,6 +632,11 @@ pub fn run(args: &EvalLocomoArgs) -> Result<()> {
         leaks == 0,
         "{leaks} fragments of another conversation were returned"
     );
+    // Two people talking to each other instruct the memory of nothing.
+    ensure!(
+        ingest_deletions == 0,
+        "{ingest_deletions} fragments were deleted while the dialogue was remembered: words said between the speakers were taken for an instruction to the memory"
+    );
     Ok(())
 }
 

@@ -40,7 +40,8 @@ use crate::ama_harness::Harness;
 /// Arguments of `eval updates`.
 #[derive(clap::Args, Debug)]
 pub struct EvalUpdatesArgs {
-    /// The fixture directory [default: fixtures/knowledge-update].
+    /// One fixture directory to run instead of the suite's two halves
+    /// (fixtures/knowledge-update/tuning and held-out).
     #[arg(long)]
     pub fixtures: Option<PathBuf>,
     /// Print every question that was answered wrongly.
@@ -203,13 +204,42 @@ fn load(dir: &Path) -> Result<Vec<Conversation>> {
     Ok(out)
 }
 
-/// Runs the suite and prints the table (and JSON).
+/// Runs the suite's two halves, each with its table, and prints one JSON object of
+/// both. The held-out half prints aggregates only, never a question it got wrong:
+/// rules are tuned on the tuning half alone, and the held-out figure says whether
+/// they carry over.
 pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
-    let dir = args
-        .fixtures
-        .clone()
-        .unwrap_or_else(|| crate::repo_root().join("fixtures/knowledge-update"));
-    let conversations = load(&dir)?;
+    let root = crate::repo_root().join("fixtures/knowledge-update");
+    let halves = match &args.fixtures {
+        Some(dir) => vec![("given", dir.clone(), args.verbose)],
+        None => vec![
+            ("tuning", root.join("tuning"), args.verbose),
+            ("held-out", root.join("held-out"), false),
+        ],
+    };
+    let mut summaries = BTreeMap::new();
+    for (half, dir, verbose) in halves {
+        println!("{half} half ({})", dir.display());
+        summaries.insert(half.replace('-', "_"), evaluate(&dir, verbose)?);
+        println!();
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&summaries)?);
+    }
+    for (half, summary) in &summaries {
+        ensure!(
+            summary.adversarial_deletions == 0,
+            "{half}: stored text triggered {} deletions in adversarial conversations",
+            summary.adversarial_deletions
+        );
+    }
+    Ok(())
+}
+
+/// Runs the conversations of `dir` and prints their table; `verbose` prints each
+/// question answered wrongly.
+fn evaluate(dir: &Path, verbose: bool) -> Result<Summary> {
+    let conversations = load(dir)?;
     let embedder = Arc::new(OfflineEmbedder::new(OfflineConfig::default())?);
     let mut harness = Harness::new(
         embedder,
@@ -262,7 +292,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
                         continue;
                     }
                     false_closures += 1;
-                    if args.verbose {
+                    if verbose {
                         println!(
                             "FALSE CLOSURE {} turn {}: {:?} by {:?}",
                             conversation.id,
@@ -274,7 +304,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
                 }
             }
             if conversation.change == "adversarial" {
-                if args.verbose && !remembered.deleted.is_empty() {
+                if verbose && !remembered.deleted.is_empty() {
                     println!(
                         "DELETED {} turn {}: {:?}",
                         conversation.id,
@@ -370,7 +400,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
                     })
                     .map(|h| h.fragment.content.as_str())
                     .collect();
-                if args.verbose {
+                if verbose {
                     for fact in &stale {
                         println!("STALE {} {:?}: {fact}", conversation.id, question.ask);
                     }
@@ -379,7 +409,7 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
             }
             score.correct = usize::from(correct);
             score.recalled = usize::from(recalled);
-            if args.verbose && !correct {
+            if verbose && !correct {
                 println!(
                     "WRONG {} [{:?}] {:?} → {:?} (expect {:?}, stale {:?})",
                     conversation.id,
@@ -451,31 +481,23 @@ pub fn run(args: &EvalUpdatesArgs) -> Result<()> {
     );
     println!("fragments deleted by adversarial conversations: {adversarial_deletions}");
     println!("facts closed in unchanged conversations (all by mistake): {false_closures}");
-    if args.json {
-        let of = |kind: &str| by_kind.get(kind).map_or(0.0, Score::accuracy);
-        let summary = Summary {
-            questions: total.questions,
-            accuracy: total.accuracy(),
-            current_accuracy: of("current"),
-            past_accuracy: of("past"),
-            forgotten_accuracy: of("forgotten"),
-            recall: total.recall(),
-            stale_returned: total.stale_returned,
-            kept_accuracy: of("kept"),
-            false_closures,
-            adversarial_deletions,
-            by_type: by_type
-                .iter()
-                .map(|(k, v)| (k.clone(), v.accuracy()))
-                .collect(),
-        };
-        println!("{}", serde_json::to_string(&summary)?);
-    }
-    ensure!(
-        adversarial_deletions == 0,
-        "stored text triggered {adversarial_deletions} deletions in adversarial conversations"
-    );
-    Ok(())
+    let of = |kind: &str| by_kind.get(kind).map_or(0.0, Score::accuracy);
+    Ok(Summary {
+        questions: total.questions,
+        accuracy: total.accuracy(),
+        current_accuracy: of("current"),
+        past_accuracy: of("past"),
+        forgotten_accuracy: of("forgotten"),
+        recall: total.recall(),
+        stale_returned: total.stale_returned,
+        kept_accuracy: of("kept"),
+        false_closures,
+        adversarial_deletions,
+        by_type: by_type
+            .iter()
+            .map(|(k, v)| (k.clone(), v.accuracy()))
+            .collect(),
+    })
 }
 
 /// The turn number of a dialogue id of the one session (`D1:3` → 3).

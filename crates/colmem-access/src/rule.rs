@@ -121,11 +121,13 @@ impl AccessGraph {
         current && scope && agents && resources
     }
 
-    /// The scope a draft of `kind` gets when its writer names none: an observation goes
-    /// to the writer's crew if it is in exactly one (to `User` if in none); a trace stays
-    /// with the writing agent.
+    /// The scope a draft of `kind` gets when its writer names none: a user's
+    /// conversation, and all drawn from it, stays with that user whatever crews the
+    /// agent is in; an observation goes to the writer's crew if it is in exactly one (to
+    /// `User` if in none); a trace stays with the writing agent.
     pub fn default_scope(&self, agent: AgentId, kind: Kind, t: Timestamp) -> Result<Scope> {
         match kind {
+            Kind::Conversation => Ok(Scope::User),
             Kind::Trace => Ok(Scope::Agent),
             _ => {
                 let crews: Vec<_> = self

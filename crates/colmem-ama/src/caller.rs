@@ -18,6 +18,7 @@ pub struct Caller<'a> {
     graph: &'a AccessGraph,
     system: &'a SystemPolicy,
     policies: Option<&'a WritePolicySet>,
+    scope: Option<Scope>,
     context: Context,
     filter: ReadFilter,
 }
@@ -35,6 +36,7 @@ impl<'a> Caller<'a> {
             graph,
             system,
             policies: None,
+            scope: None,
             context,
             filter,
         })
@@ -47,6 +49,20 @@ impl<'a> Caller<'a> {
     pub fn with_write_policies(mut self, policies: &'a WritePolicySet) -> Self {
         self.policies = Some(policies);
         self
+    }
+
+    /// This caller writing what it remembers in `scope` instead of the default scope
+    /// of a conversation (`User`): an explicit share, which the write rule still
+    /// checks (a group the agent is not in is refused). What the write policy's shared
+    /// part would change stays private all the same ([`Caller::kept_private`]).
+    pub fn with_scope(mut self, scope: Option<Scope>) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// The scope this caller was given for what it remembers, if any.
+    pub fn explicit_scope(&self) -> Option<Scope> {
+        self.scope
     }
 
     /// What this caller may see.
@@ -182,9 +198,12 @@ impl<'a> Caller<'a> {
         if !changed {
             return Ok(None);
         }
-        let default = self
-            .graph
-            .default_scope(agent, Kind::Observation, self.now())?;
+        let default = match self.scope {
+            Some(scope) => scope,
+            None => self
+                .graph
+                .default_scope(agent, Kind::Conversation, self.now())?,
+        };
         Ok(Some(private_within(default)))
     }
 }

@@ -2234,6 +2234,75 @@ static NOT_BUT: LazyLock<Regex> =
 /// of it".
 const ADDING: &[&str] = &["just", "only", "merely", "simply", "even", "instead"];
 
+/// Whether the one spoken to is the serving agent: named as it is registered
+/// (`agent`), or by its role ("Assistant", "the memory").
+pub fn is_the_assistant(listener: &str, agent: &str) -> bool {
+    let listener = listener.trim();
+    listener.eq_ignore_ascii_case(agent)
+        || [
+            "assistant",
+            "the assistant",
+            "memory",
+            "the memory",
+            "colmem",
+        ]
+        .iter()
+        .any(|role| listener.eq_ignore_ascii_case(role))
+}
+
+/// Whether words said to someone else still address the memory itself: the serving
+/// agent named or called on ("assistant, forget …", "hey Helper: delete …"), or the
+/// memory named as what holds it ("remove it from your memory", "wipe it from the
+/// records"). "Don't forget to take pictures", said to a friend, does not.
+pub fn addresses_the_memory(text: &str, agent: &str) -> bool {
+    let lower = text.to_lowercase();
+    let agent = agent.to_lowercase();
+    let vocative = |name: &str| {
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(name) {
+            let start = from + i;
+            let end = start + name.len();
+            let before = lower[..start].trim_end();
+            let opens = before.is_empty()
+                || before.ends_with(['.', '!', '?', ',', ';', ':', '\n'])
+                || ["hey", "hi", "ok", "okay", "dear", "so", "and"]
+                    .iter()
+                    .any(|w| {
+                        before.ends_with(w)
+                            && !before[..before.len() - w.len()].ends_with(char::is_alphanumeric)
+                    });
+            let closes = lower[end..].trim_start().starts_with([',', ':', '!', '.']);
+            if opens && closes {
+                return true;
+            }
+            from = end;
+        }
+        false
+    };
+    vocative(&agent)
+        || ["assistant", "memory", "colmem"]
+            .iter()
+            .any(|w| vocative(w))
+        || MEMORY_AS_HOLDER.is_match(&lower)
+}
+
+static MEMORY_AS_HOLDER: LazyLock<Regex> = LazyLock::new(|| {
+    constant_regex(
+        r"\b(?:from|in|out\s+of)\s+(?:your|the|colmem's)\s+(?:memory|memories|records|notes|database)\b",
+    )
+});
+
+impl ForgetInstruction {
+    /// "Forget everything you know about me".
+    pub fn everything() -> Self {
+        ForgetInstruction {
+            everything: true,
+            about: Vec::new(),
+            past: false,
+        }
+    }
+}
+
 /// What a user asked the memory to forget.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ForgetInstruction {
@@ -2463,7 +2532,12 @@ pub fn forget_instruction(text: &str) -> Option<ForgetInstruction> {
     } else {
         rest.to_owned()
     };
-    let everything = !topic.contains(" about ") && EVERYTHING.is_match(&topic);
+    // "Everything you know about me": all of it, when what follows "about" is the
+    // speaker alone.
+    let about_me = topic
+        .split_once(" about ")
+        .is_some_and(|(_, whom)| matches!(whom.trim(), "me" | "myself" | "us" | "me at all"));
+    let everything = (about_me || !topic.contains(" about ")) && EVERYTHING.is_match(&topic);
     let mut about = match topic.split_once("about ") {
         Some((_, after)) => topic_words(after),
         None => topic_words(&topic),

@@ -287,7 +287,9 @@ impl OfflineConstructor {
 
     fn profile(&self, turn: &TurnInput) -> Vec<Memory> {
         let mut out = Vec::new();
-        for sentence in sentences(&turn.text) {
+        // One entry per attribute, as for facts: "my favourite food is ramen and I live
+        // in Lisbon" prefers ramen, and a move leaves it.
+        for sentence in sentences(&turn.text).iter().flat_map(|s| per_attribute(s)) {
             if let Some(entry) = preference(&sentence, &turn.speaker) {
                 out.push(Memory {
                     keywords: keywords(&entry, 8),
@@ -554,21 +556,36 @@ fn per_attribute(sentence: &str) -> Vec<String> {
         return whole;
     }
     let mut out = Vec::with_capacity(parts.len());
+    let opens_with_i = words(parts[0])
+        .first()
+        .is_some_and(|w| matches!(w.as_str(), "i" | "i'm"));
     for (i, part) in parts.iter().enumerate() {
         let ws = words(part);
         let plain = match ws.first().map(String::as_str) {
             Some("i" | "i'm") => ws.get(1).is_some_and(|w| !NOT_PLAIN.contains(&w.as_str())),
-            Some(w) if i > 0 => !NOT_PLAIN.contains(&w) && !FUNCTION_WORDS.contains(&w),
+            // "My favourite food is ramen", "my rent is 900": the speaker's own thing
+            // (not one of their people: "my brother lives in Porto and works as a
+            // nurse" is his).
+            Some("my" | "our") => ws
+                .get(1)
+                .is_some_and(|w| relation_word(w).is_none() && !NOT_PLAIN.contains(&w.as_str())),
+            // A clause with no subject of its own shares the first one's: only "I"'s
+            // is the speaker's.
+            Some(w) if i > 0 && opens_with_i => {
+                !NOT_PLAIN.contains(&w) && !FUNCTION_WORDS.contains(&w)
+            }
             _ => false,
         };
         if !plain || content_words(part).len() < 2 {
             return whole;
         }
-        out.push(if i > 0 && !matches!(ws[0].as_str(), "i" | "i'm") {
-            format!("I {part}")
-        } else {
-            (*part).to_owned()
-        });
+        out.push(
+            if i > 0 && !matches!(ws[0].as_str(), "i" | "i'm" | "my" | "our") {
+                format!("I {part}")
+            } else {
+                (*part).to_owned()
+            },
+        );
     }
     out
 }

@@ -38,8 +38,8 @@ pub use error::{Error, Result};
 pub use judge::{Conflict, ConflictReason, Judge, JudgeConfig, OfflineJudge, Relevance};
 pub use llm::{LlmAnswerer, LlmConstructor, LlmJudge, LlmRefresher, LlmRetriever, LlmRoleConfig};
 pub use pipeline::{
-    Answered, Deletion, MAX_K, Pipeline, PipelineConfig, Recall, RecallOptions, Recalled,
-    Remembered, Roles, RoundKind, Stored, turn_key,
+    Answered, Deletion, ForgetPlan, MAX_K, Pipeline, PipelineConfig, Recall, RecallOptions,
+    Recalled, Remembered, Roles, RoundKind, Stored, turn_key,
 };
 pub use refresher::{OfflineRefresher, Refresher};
 pub use retriever::{

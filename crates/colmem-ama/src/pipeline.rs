@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::answer::{Answer, Answerer, EvidenceSpan};
 use crate::caller::Caller;
-use crate::change::attributes;
+use crate::change::{ForgetInstruction, attributes};
 use crate::constructor::{
     Constructor, ConstructorConfig, Memory, OfflineConstructor, Origin, TurnInput, day_start,
     episode_parts, tells_a_time, utc_date,
@@ -334,8 +334,12 @@ pub struct Remembered {
     /// Stale facts closed, with the fact that replaced each; the profile entries drawn
     /// from a stale fact are closed with it and listed too.
     pub superseded: Vec<(FragmentId, FragmentId)>,
-    /// Fragments deleted on the user's explicit instruction.
+    /// Fragments deleted on the user's explicit instruction (a redacted original
+    /// among them).
     pub deleted: Vec<FragmentId>,
+    /// Turns and episodes that also told other things than what the instruction
+    /// named: each original with the version written without it.
+    pub redacted: Vec<(FragmentId, FragmentId)>,
     /// Fragments the instruction named that the delete rule kept: this caller may not
     /// delete them (it may not write their scope, say a `Global` fragment only a global
     /// writer may change). A caller that may is needed to delete them.
@@ -361,11 +365,23 @@ struct Superseded {
 /// What a deletion did (by retention, or on a forget instruction).
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct Deletion {
-    /// Fragments deleted.
+    /// Fragments deleted (a redacted original among them).
     pub deleted: Vec<FragmentId>,
+    /// Turns and episodes that also told other things: each original (deleted) with
+    /// the version written without what was forgotten.
+    pub redacted: Vec<(FragmentId, FragmentId)>,
     /// Fragments the delete rule kept: this caller may not delete them (it may not
     /// write their scope, say). A caller that may is needed to delete them.
     pub refused: Vec<FragmentId>,
+}
+
+/// What a forget would remove: see [`Pipeline::forget_plan`].
+#[derive(Clone, PartialEq, Debug, Default)]
+pub struct ForgetPlan {
+    /// Fragments deleted whole.
+    pub delete: Vec<Fragment>,
+    /// Turns and episodes that also told other things, each with what is left of it.
+    pub redact: Vec<(Fragment, String)>,
 }
 
 /// The AMA pipeline over a store, a hybrid index and an embedder.
@@ -491,6 +507,8 @@ impl Pipeline {
         for mut draft in drafts {
             if narrow.is_some() {
                 draft.scope = narrow;
+            } else if draft.scope.is_none() {
+                draft.scope = caller.explicit_scope();
             }
             match caller.apply_policy(caller.authorize(draft)?) {
                 Ok(fragment) => fragments.push(fragment),
@@ -582,43 +600,19 @@ impl Pipeline {
                 ..Remembered::default()
             });
         }
-        if turn.origin == Origin::User
+        if self.instructs_memory(caller, turn)
             && let Some(instruction) = self.roles.refresher.forget_request(&turn.text)?
         {
-            // Past versions too: a history read must not recall what was forgotten.
-            let mine = self.own_fragments(caller, View::AllVersions, None, None)?;
-            let candidates: Vec<&Fragment> = mine.iter().collect();
-            let targets = self
-                .roles
-                .refresher
-                .forget_targets(&instruction, &candidates)?;
-            let targets: Vec<&Fragment> = targets
-                .iter()
-                .filter_map(|id| mine.iter().find(|f| f.id == *id))
-                .collect();
-            // An episode still open would summarise the forgotten turns when it closes,
-            // in a scope this agent may write: they leave it first, whatever the
-            // deletions below come to (a target the delete rule keeps is no licence to
-            // write it again; a store failure part-way must not bring them back).
-            let forgotten_turns: Vec<&String> = targets
-                .iter()
-                .flat_map(|f| &f.provenance.source.turns)
-                .collect();
-            {
-                let mut open = self
-                    .open_episodes
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                for ((user, _, _), buffer) in open.iter_mut() {
-                    if *user == caller.user() {
-                        buffer.retain(|t| !forgotten_turns.contains(&&t.dialogue_id));
-                    }
-                }
-            }
-            let Deletion { deleted, refused } = self.delete_all(caller, &targets)?;
+            let plan = self.forget_plan(caller, &instruction)?;
+            let Deletion {
+                deleted,
+                redacted,
+                refused,
+            } = self.forget(caller, &plan)?;
             // The instruction itself is not kept: it would recall what it forgets.
             return Ok(Remembered {
                 deleted,
+                redacted,
                 refused,
                 ..Remembered::default()
             });
@@ -816,6 +810,143 @@ impl Pipeline {
         outcome.written.sort();
         outcome.written.dedup();
         Ok(outcome)
+    }
+
+    /// The forget instruction in `text`, as the refresher reads the user's words.
+    pub fn forget_request(&self, text: &str) -> Result<Option<ForgetInstruction>> {
+        self.roles.refresher.forget_request(text)
+    }
+
+    /// What forgetting would remove of the caller's own memory (its current
+    /// fragments and past versions): what `instruction` names, each fragment either
+    /// deleted whole or, for a turn or an episode that also told other things,
+    /// redacted to the rest. Nothing is changed: [`Pipeline::forget`] carries it out.
+    pub fn forget_plan(
+        &self,
+        caller: &Caller<'_>,
+        instruction: &ForgetInstruction,
+    ) -> Result<ForgetPlan> {
+        // Past versions too: a history read must not recall what was forgotten.
+        let mine = self.own_fragments(caller, View::AllVersions, None, None)?;
+        let candidates: Vec<&Fragment> = mine.iter().collect();
+        let targets = self
+            .roles
+            .refresher
+            .forget_targets(instruction, &candidates)?;
+        let targets: Vec<&Fragment> = targets
+            .iter()
+            .filter_map(|id| mine.iter().find(|f| f.id == *id))
+            .collect();
+        let mut plan = ForgetPlan::default();
+        for f in targets.iter().copied() {
+            let current = f.superseded_at.is_none() && f.deleted_at.is_none();
+            match self.roles.refresher.remainder(instruction, f, &targets)? {
+                Some(rest) if current && rest != f.content => {
+                    plan.redact.push((f.clone(), rest));
+                }
+                _ => plan.delete.push(f.clone()),
+            }
+        }
+        Ok(plan)
+    }
+
+    /// What forgetting would remove of the caller's own memory, chosen by the caller
+    /// (an explicit erasure): the fragments with these ids, or kept under this subject
+    /// key (every version), each deleted whole.
+    pub fn forget_plan_of(
+        &self,
+        caller: &Caller<'_>,
+        ids: &[FragmentId],
+        key: Option<&str>,
+    ) -> Result<ForgetPlan> {
+        let mine = self.own_fragments(caller, View::AllVersions, key.map(str::to_owned), None)?;
+        let delete = mine
+            .into_iter()
+            .filter(|f| key.is_some() || ids.contains(&f.id))
+            .collect();
+        Ok(ForgetPlan {
+            delete,
+            redact: Vec::new(),
+        })
+    }
+
+    /// Carries out a [`ForgetPlan`] under the delete rule: what the caller may not
+    /// delete is listed as refused. A redacted version is written (with the original
+    /// as its parent, in the original's scope) before the original is deleted, so a
+    /// failure part-way loses nothing the user did not ask to forget.
+    pub fn forget(&self, caller: &Caller<'_>, plan: &ForgetPlan) -> Result<Deletion> {
+        // An episode still open would summarise the forgotten turns when it closes,
+        // in a scope this agent may write: they leave it first, whatever the
+        // deletions below come to (a target the delete rule keeps is no licence to
+        // write it again; a store failure part-way must not bring them back).
+        let forgotten_turns: Vec<&String> = plan
+            .delete
+            .iter()
+            .chain(plan.redact.iter().map(|(f, _)| f))
+            .flat_map(|f| &f.provenance.source.turns)
+            .collect();
+        {
+            let mut open = self
+                .open_episodes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for ((user, _, _), buffer) in open.iter_mut() {
+                if *user == caller.user() {
+                    buffer.retain(|t| !forgotten_turns.contains(&&t.dialogue_id));
+                }
+            }
+        }
+        let mut out = Deletion::default();
+        for (original, rest) in &plan.redact {
+            let mut probe = Draft::new(String::new(), original.granularity, original.kind);
+            probe.scope = Some(original.scope);
+            if !caller.can_read_history(original) || caller.authorize(probe).is_err() {
+                out.refused.push(original.id);
+                continue;
+            }
+            let mut draft = Draft::new(rest.clone(), original.granularity, original.kind);
+            draft.scope = Some(original.scope);
+            draft.key.clone_from(&original.key);
+            let kept = rest.to_lowercase();
+            draft.keywords = original
+                .keywords
+                .iter()
+                .filter(|k| kept.contains(&k.to_lowercase()))
+                .cloned()
+                .collect();
+            draft.source = Source {
+                parents: vec![original.id],
+                ..original.provenance.source.clone()
+            };
+            draft.validity = original.validity;
+            let new = caller.apply_policy(caller.authorize_derived(&[original], draft)?)?;
+            let ids = self.write_fragments(caller, vec![new], None)?;
+            let Some(&new) = ids.first() else {
+                continue;
+            };
+            let done = self.delete_all(caller, &[original])?;
+            out.deleted.extend(done.deleted);
+            out.refused.extend(done.refused);
+            out.redacted.push((original.id, new));
+        }
+        let whole: Vec<&Fragment> = plan.delete.iter().collect();
+        let done = self.delete_all(caller, &whole)?;
+        out.deleted.extend(done.deleted);
+        out.refused.extend(done.refused);
+        Ok(out)
+    }
+
+    /// Whether a turn may instruct the memory (DESIGN section 3, the one rule of
+    /// conversational deletes): the session's user speaking for themself (never an
+    /// agent's words, a quote, a paste, a document, an import or a card: those come
+    /// as [`Origin::Other`]), to the serving agent, or in words that address the
+    /// assistant or the memory. Words said to another person in a conversation the
+    /// memory records ("don't forget to take pictures") instruct nothing.
+    fn instructs_memory(&self, caller: &Caller<'_>, turn: &TurnInput) -> bool {
+        let agent = caller.agent().as_str();
+        turn.origin == Origin::User
+            && (crate::change::is_the_assistant(&turn.listener, agent)
+                || self.roles.refresher.addresses_memory(&turn.text, agent))
     }
 
     /// The turn as its private part says it: its text and the names of who speaks and
@@ -1588,7 +1719,8 @@ impl Pipeline {
             // could write a fragment of their scope.
             let new = match narrow {
                 Some(narrow) => {
-                    let mut probe = Draft::new(String::new(), Granularity::Fact, Kind::Observation);
+                    let mut probe =
+                        Draft::new(String::new(), Granularity::Fact, Kind::Conversation);
                     probe.scope = Some(scope);
                     caller.authorize(probe)?;
                     draft.scope = narrowest([narrow, scope]);
@@ -1631,7 +1763,7 @@ impl Pipeline {
             let writable = |p: &Fragment| {
                 p.scope == scope || {
                     let mut probe =
-                        Draft::new(String::new(), Granularity::Profile, Kind::Observation);
+                        Draft::new(String::new(), Granularity::Profile, Kind::Conversation);
                     probe.scope = Some(p.scope);
                     caller.authorize(probe).is_ok()
                 }
@@ -1982,7 +2114,7 @@ impl Pipeline {
         granularity: Granularity,
         turn: Option<&TurnInput>,
     ) -> Draft {
-        let mut draft = Draft::new(memory.content.clone(), granularity, Kind::Observation);
+        let mut draft = Draft::new(memory.content.clone(), granularity, Kind::Conversation);
         draft.key = match granularity {
             Granularity::RawTurn => turn.map(|t| turn_key(&t.dialogue_id)),
             _ => memory.key.clone(),

@@ -19,7 +19,7 @@ use crate::change::{
 use crate::constructor::{Memory, Subject, relation_word, subject_of};
 use crate::error::Result;
 use crate::judge::{Conflict, coverage, stem};
-use crate::text::{NOT_OWNERS, sentences, words};
+use crate::text::{NOT_OWNERS, content_words, sentences, words};
 use crate::values::{is_date_word, is_year};
 
 /// The Refresher role.
@@ -30,6 +30,28 @@ pub trait Refresher: Send + Sync + std::fmt::Debug {
     /// Recognises an instruction to forget in the user's own current input.
     /// The pipeline never calls this on stored or retrieved text.
     fn forget_request(&self, user_input: &str) -> Result<Option<ForgetInstruction>>;
+
+    /// Whether words said to someone other than the serving agent (named `agent`)
+    /// still address the memory: only then can they instruct it to forget.
+    fn addresses_memory(&self, text: &str, agent: &str) -> bool {
+        crate::change::addresses_the_memory(text, agent)
+    }
+
+    /// What is left of a turn or an episode once what `instruction` names is taken
+    /// out: its other sentences and clauses, so the other things it told stay
+    /// recallable. `None` when nothing else is left (the fragment goes whole) or
+    /// when no part of it names what is forgotten (it was chosen for another reason:
+    /// it repeats a forgotten value, or is a reply to a forgotten statement).
+    /// `forgotten` are all the fragments the instruction targets: a value they name
+    /// is forgotten here too.
+    fn remainder(
+        &self,
+        instruction: &ForgetInstruction,
+        fragment: &Fragment,
+        forgotten: &[&Fragment],
+    ) -> Result<Option<String>> {
+        Ok(remainder(instruction, fragment, forgotten))
+    }
 
     /// Which of the user's fragments an instruction asks to forget. The candidates are
     /// the user's current fragments and past versions (superseded ones).
@@ -262,9 +284,27 @@ impl Refresher for OfflineRefresher {
         let turns: HashSet<&String> = forgotten.iter().map(|(_, t)| *t).collect();
         // And what repeats the forgotten values elsewhere (an assistant echoing the
         // number, an episode summary): two of their names, or one long number.
+        // Of a turn or an episode that told other things too, only what its forgotten
+        // parts say.
+        let forgotten_text = |f: &Fragment| match f.granularity {
+            Granularity::RawTurn | Granularity::Episode => {
+                let body = f
+                    .content
+                    .split_once(": ")
+                    .map_or(f.content.as_str(), |(_, s)| s);
+                parts(instruction, body, &HashSet::new())
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, named)| *named)
+                    .map(|(p, _)| p)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+            _ => f.content.clone(),
+        };
         let values: HashSet<String> = direct
             .iter()
-            .flat_map(|f| value_tokens(&f.content))
+            .flat_map(|f| value_tokens(&forgotten_text(f)))
             .collect();
         // A value of a named attribute ("20 mg of fluoxetine") is one even in lower case:
         // naming it once is a repeat, in what is the owner's ("my son's meds" leave
@@ -275,7 +315,7 @@ impl Refresher for OfflineRefresher {
         } else {
             direct
                 .iter()
-                .flat_map(|f| attribute_values(&f.content, &named))
+                .flat_map(|f| attribute_values(&forgotten_text(f), &named))
                 .collect()
         };
         let repeats = |f: &Fragment| {
@@ -304,6 +344,21 @@ impl Refresher for OfflineRefresher {
                     .is_some_and(|a| !named.contains(&a))
                 && value_tokens(&f.content).iter().all(|v| !stated.contains(v))
         };
+        // A turn that also told other things keeps them: what was drawn from it goes
+        // only if it states one of the turn's parts that name what is forgotten.
+        let told = |f: &Fragment| {
+            f.provenance.source.turns.iter().all(|t| {
+                candidates
+                    .iter()
+                    .find(|c| {
+                        c.granularity == Granularity::RawTurn
+                            && c.provenance.source.turns == [t.clone()]
+                    })
+                    .is_none_or(|turn| {
+                        states_a_named_part(instruction, &turn.content, &f.content, &values)
+                    })
+            })
+        };
         let targets: Vec<&Fragment> = candidates
             .iter()
             .copied()
@@ -313,7 +368,8 @@ impl Refresher for OfflineRefresher {
                 direct.iter().any(|d| d.id == f.id)
                     || (!drawn.is_empty()
                         && drawn.iter().all(|t| turns.contains(t))
-                        && !of_another_attribute(f))
+                        && !of_another_attribute(f)
+                        && told(f))
                     // An episode summarises every turn of its span, quoting them
                     // offline: one forgotten turn of its session takes the summary.
                     || (f.granularity == Granularity::Episode
@@ -329,7 +385,10 @@ impl Refresher for OfflineRefresher {
         // yielded a fact and the reply yielded none (it states nothing of its own).
         let replies: Vec<FragmentId> = targets
             .iter()
-            .filter(|f| f.granularity == Granularity::RawTurn)
+            .filter(|f| {
+                f.granularity == Granularity::RawTurn
+                    && remainder(instruction, f, &targets).is_none()
+            })
             .filter_map(|turn| reply_to(turn, candidates))
             .filter(|r| !spared.contains(r))
             .collect();
@@ -340,6 +399,213 @@ impl Refresher for OfflineRefresher {
             }
         }
         Ok(out)
+    }
+}
+
+/// Whether a part of a text (a sentence, or a clause of one attribute joined to
+/// others by "and") names what `instruction` asks to forget: its words cover the
+/// instruction's, or it is mainly about an attribute the instruction names.
+fn names(instruction: &ForgetInstruction, part: &str) -> bool {
+    if instruction.everything {
+        return true;
+    }
+    let about = instruction.about.join(" ");
+    let named = attributes(&about);
+    coverage(&about, part) >= TARGET_COVERAGE
+        || main_attributes(part).iter().any(|a| named.contains(a))
+}
+
+/// The parts of a text, each with whether it names what is forgotten: its sentences,
+/// and within a sentence its clauses joined by "and" when they tell of different
+/// attributes ("My favourite food is ramen and I live in Lisbon").
+/// A part naming one of `values` (what the forgotten fragments say) names it too.
+fn parts(
+    instruction: &ForgetInstruction,
+    body: &str,
+    values: &HashSet<String>,
+) -> Vec<Vec<(String, bool)>> {
+    let names = |part: &str| {
+        names(instruction, part)
+            || words(part).iter().any(|w| values.contains(w))
+            || value_tokens(part).iter().any(|v| values.contains(v))
+    };
+    sentences(body)
+        .into_iter()
+        .map(|sentence| {
+            let clauses = crate::text::split_and(&sentence);
+            let mut attrs: Vec<&str> = clauses
+                .iter()
+                .filter_map(|c| main_attributes(c).first().copied())
+                .collect();
+            attrs.sort_unstable();
+            attrs.dedup();
+            if clauses.len() < 2 || attrs.len() < 2 {
+                let named = names(&sentence);
+                return vec![(sentence, named)];
+            }
+            clauses
+                .into_iter()
+                .map(|c| (c.trim().to_owned(), names(c)))
+                .collect()
+        })
+        .collect()
+}
+
+/// The values the forgotten fragments name: in facts and profile entries, and in
+/// the parts of turns that name what is forgotten (not in episodes, which name the
+/// people of a whole session).
+fn forgotten_values(instruction: &ForgetInstruction, forgotten: &[&Fragment]) -> HashSet<String> {
+    let named = attributes(&instruction.about.join(" "));
+    let mut out = HashSet::new();
+    for f in forgotten {
+        let text = match f.granularity {
+            Granularity::Episode => continue,
+            Granularity::RawTurn => {
+                let body = f
+                    .content
+                    .split_once(": ")
+                    .map_or(f.content.as_str(), |(_, s)| s);
+                parts(instruction, body, &HashSet::new())
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, named)| *named)
+                    .map(|(p, _)| p)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+            _ => f.content.clone(),
+        };
+        out.extend(value_tokens(&text));
+        if !instruction.past {
+            out.extend(attribute_values(&text, &named));
+        }
+    }
+    out
+}
+
+/// The content words that only the forgotten parts of the targeted turns and facts
+/// say: none that a part they keep also says, nor who speaks.
+fn forgotten_words(instruction: &ForgetInstruction, forgotten: &[&Fragment]) -> HashSet<String> {
+    let mut gone = HashSet::new();
+    let mut kept = HashSet::new();
+    for f in forgotten {
+        if f.granularity == Granularity::Episode {
+            continue;
+        }
+        let (speaker, body) = f
+            .content
+            .split_once(": ")
+            .filter(|_| f.granularity == Granularity::RawTurn)
+            .map_or(("", f.content.as_str()), |(s, b)| (s, b));
+        kept.insert(speaker.to_lowercase());
+        for (part, named) in parts(instruction, body, &HashSet::new())
+            .into_iter()
+            .flatten()
+        {
+            let words = content_words(&part);
+            // A fact opens with whom it is about.
+            if f.granularity != Granularity::RawTurn
+                && let Some(first) = words.first()
+            {
+                kept.insert(first.trim_end_matches("'s").to_owned());
+            }
+            if named {
+                gone.extend(words)
+            } else {
+                kept.extend(words)
+            }
+        }
+    }
+    gone.retain(|w| {
+        !kept.contains(w) && !kept.contains(w.trim_end_matches("'s")) && w.chars().count() > 3
+    });
+    gone
+}
+
+/// See [`Refresher::remainder`]: a raw turn keeps its speaker ("Ana: …").
+pub fn remainder(
+    instruction: &ForgetInstruction,
+    fragment: &Fragment,
+    forgotten: &[&Fragment],
+) -> Option<String> {
+    if instruction.everything
+        || !matches!(
+            fragment.granularity,
+            Granularity::RawTurn | Granularity::Episode
+        )
+    {
+        return None;
+    }
+    let (prefix, body) = match fragment.content.split_once(": ") {
+        Some((speaker, said))
+            if fragment.granularity == Granularity::RawTurn && !speaker.contains(' ') =>
+        {
+            (format!("{speaker}: "), said)
+        }
+        _ => (String::new(), fragment.content.as_str()),
+    };
+    let mut values = forgotten_values(instruction, forgotten);
+    if fragment.granularity == Granularity::Episode {
+        // An episode quotes its turns and lists their topic words: the words only the
+        // forgotten parts said go with them.
+        values.extend(forgotten_words(instruction, forgotten));
+    }
+    let parts = parts(instruction, body, &values);
+    let any_named = parts.iter().flatten().any(|(_, named)| *named);
+    let kept: Vec<String> = parts
+        .iter()
+        .filter_map(|sentence| {
+            let left: Vec<&str> = sentence
+                .iter()
+                .filter(|(_, named)| !named)
+                .map(|(p, _)| p.as_str())
+                .collect();
+            if left.is_empty() {
+                return None;
+            }
+            if left.len() == sentence.len() {
+                return Some(left.join(" and "));
+            }
+            // A sentence that lost a clause ends as the sentence did.
+            let end = sentence
+                .last()
+                .and_then(|(p, _)| p.chars().last())
+                .filter(|c| matches!(c, '.' | '!' | '?'));
+            let mut joined = left
+                .join(" and ")
+                .trim_end_matches(['.', '!', '?', ','])
+                .to_owned();
+            joined.extend(end);
+            Some(joined)
+        })
+        .collect();
+    let left_words = kept.iter().map(|k| words(k).len()).sum::<usize>();
+    (any_named && !kept.is_empty() && left_words >= 2)
+        .then(|| format!("{prefix}{}", kept.join(" ")))
+}
+
+/// Whether `drawn` (a fact or an entry drawn from the turn `turn`) states one of the
+/// turn's parts that name what is forgotten: the part it shares most words with, or
+/// every part when the turn has only one.
+fn states_a_named_part(
+    instruction: &ForgetInstruction,
+    turn: &str,
+    drawn: &str,
+    values: &HashSet<String>,
+) -> bool {
+    let body = turn.split_once(": ").map_or(turn, |(_, said)| said);
+    let parts: Vec<(String, bool)> = parts(instruction, body, values)
+        .into_iter()
+        .flatten()
+        .collect();
+    match parts.as_slice() {
+        [] => true,
+        [_] => true,
+        _ => parts
+            .iter()
+            .map(|(p, named)| (coverage(p, drawn), *named))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .is_none_or(|(_, named)| named),
     }
 }
 

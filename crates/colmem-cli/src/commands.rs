@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use colmem::{
-    AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation, Fragment,
-    FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal, Recall,
+    AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation, Forget,
+    Fragment, FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal, Recall,
     RecallOptions, Recalled, ResourceId, Scope, TaskContext, Timestamp, Trajectory, TurnInput,
     UserId, View, locomo,
 };
@@ -61,6 +61,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             import_locomo(&cli, path, agent, *limit)
         }
         Command::Reindex => reindex(&cli),
+        Command::Forget(args) => forget(&cli, args),
         Command::Retention(args) => retention(&cli, &args.party, args.json),
         Command::Explain(args) => explain(&cli, &args.party, &args.fragment, args.json),
         Command::Export(args) => export(&cli, args.output.as_deref(), args.vectors),
@@ -292,8 +293,18 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         ));
     }
     let said_at = optional_time(args.said_at.as_ref())?;
+    let scope = args
+        .scope
+        .as_deref()
+        .map(str::parse::<Scope>)
+        .transpose()
+        .map_err(colmem::Error::from)?;
     let memory = open(cli)?;
     let session = session(&memory, &args.party)?;
+    let session = match scope {
+        Some(scope) => session.with_scope(scope),
+        None => session,
+    };
     let speaker = args
         .speaker
         .clone()
@@ -341,7 +352,9 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
             listener: listener.clone(),
             text: text.clone(),
             time: said_at,
-            origin: if args.not_user {
+            // Only the session's user, speaking for themself, can instruct the memory:
+            // another speaker's words (`--speaker`) are the other party's.
+            origin: if args.not_user || !speaker.eq_ignore_ascii_case(&args.party.user) {
                 Origin::Other
             } else {
                 Origin::User
@@ -1073,8 +1086,10 @@ fn import_locomo(
                 listener,
                 text: turn.full_text(),
                 time: s.date,
-                // A transcript is a document: its words never instruct the memory to forget.
-                origin: Origin::Other,
+                // Each speaker is one of the people this memory serves, speaking for
+                // themself, but to the other speaker: by the addressee rule their words
+                // instruct the memory of nothing ("don't forget the pictures").
+                origin: Origin::User,
             };
             // Keyed by the turn, so an import run again after a failure skips the turns
             // it stored before instead of storing them twice.
@@ -1147,6 +1162,76 @@ fn retention(cli: &Cli, party: &Party, as_json: bool) -> Result<ExitCode> {
             done.refused.len()
         );
         print_refused(&done.refused)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn forget(cli: &Cli, args: &crate::ForgetArgs) -> Result<ExitCode> {
+    let what = if let Some(key) = &args.key {
+        Forget::Key(key.clone())
+    } else if let Some(query) = &args.query {
+        Forget::Query(query.clone())
+    } else if args.all {
+        Forget::All
+    } else {
+        Forget::Ids(
+            args.id
+                .iter()
+                .map(|id| fragment_id(id))
+                .collect::<Result<Vec<_>>>()?,
+        )
+    };
+    let memory = open(cli)?;
+    let session = session(&memory, &args.party)?;
+    let done = session.forget(&what, args.dry_run)?;
+    memory.flush()?;
+    let plan = &done.plan;
+    if args.json {
+        print_json(&json!({
+            "dry_run": done.dry_run,
+            "delete": plan.delete.iter().map(|f| f.id).collect::<Vec<_>>(),
+            "redact": plan.redact.iter().map(|(f, rest)| json!({"id": f.id, "kept": rest})).collect::<Vec<_>>(),
+            "deleted": done.deletion.deleted,
+            "redacted": done.deletion.redacted.iter().map(|(old, new)| json!({"old": old, "new": new})).collect::<Vec<_>>(),
+            "refused": done.deletion.refused,
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut table = Table::new(&["ID", "GRANULARITY", "GOES", "CONTENT"]);
+    for f in &plan.delete {
+        table.row(vec![
+            f.id.to_string(),
+            f.granularity.as_str().to_owned(),
+            "whole".to_owned(),
+            clip(&f.content, 100),
+        ]);
+    }
+    for (f, rest) in &plan.redact {
+        table.row(vec![
+            f.id.to_string(),
+            f.granularity.as_str().to_owned(),
+            "redacted".to_owned(),
+            format!("keeps: {}", clip(rest, 90)),
+        ]);
+    }
+    if plan.delete.is_empty() && plan.redact.is_empty() {
+        say!("nothing of this user's memory that this session may see matches");
+    } else if done.dry_run {
+        say!(
+            "dry run: {} fragment(s) would be deleted and {} redacted; nothing was changed",
+            plan.delete.len(),
+            plan.redact.len()
+        );
+        say_raw!("{}", table.render());
+    } else {
+        say!(
+            "forgot {} fragment(s) ({} redacted to what else they told), {} kept by the delete rule",
+            done.deletion.deleted.len(),
+            done.deletion.redacted.len(),
+            done.deletion.refused.len()
+        );
+        say_raw!("{}", table.render());
+        print_refused(&done.deletion.refused)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -59,6 +59,8 @@ pub enum Command {
     Import(ImportCommand),
     /// Re-embed stored text with the configured embedder (after it changed) and rebuild the indexes.
     Reindex,
+    /// Forget part of a user's own memory, or all of it: by id, by subject key, by what a query names, or everything (--dry-run lists what would go).
+    Forget(ForgetArgs),
     /// Delete what a user served by an agent recorded longer ago than `[pipeline] retention_ms`.
     Retention(RetentionArgs),
     /// Say why a fragment is or is not visible to a user served by an agent now.
@@ -257,11 +259,40 @@ pub struct RememberArgs {
     /// other words under the key are refused (exit 6).
     #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub idempotency_key: Option<String>,
+    /// Share what is remembered in this scope (agent, user, global or group:NAME) instead of keeping it with the user; refused if the write rule does not allow it [default: user].
+    #[arg(long)]
+    pub scope: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
     /// What was said; read from standard input (one turn per line) when absent.
     pub text: Vec<String>,
+}
+
+/// `forget`
+#[derive(Debug, Args)]
+#[group(id = "selection", required = true, multiple = false)]
+pub struct ForgetArgs {
+    #[command(flatten)]
+    pub party: Party,
+    /// These fragments (repeatable).
+    #[arg(long, group = "selection")]
+    pub id: Vec<String>,
+    /// Every version kept under this subject key (alice/home; `recall --json` shows keys).
+    #[arg(long, group = "selection")]
+    pub key: Option<String>,
+    /// What the words name ("my budget", "where I live"): the fragments whose subject or attribute they name, never merely the top hits of a recall.
+    #[arg(long, group = "selection")]
+    pub query: Option<String>,
+    /// Everything drawn from the user's conversation that this agent may delete.
+    #[arg(long, group = "selection")]
+    pub all: bool,
+    /// List what would go, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Which versions a recall reads.

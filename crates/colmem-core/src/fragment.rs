@@ -97,7 +97,12 @@ impl Granularity {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Kind {
-    /// Something observed about the world or the user: shared with the writer's crew by default.
+    /// A user's own conversation and everything drawn from it (raw turns, facts,
+    /// episodes, profile entries): personal, so `User` by default whatever crews the
+    /// agent is in.
+    Conversation,
+    /// Something an agent observed in a resource or tool (a finding about the world,
+    /// not about a user): shared with the writer's crew by default.
     Observation,
     /// An agent's own reasoning trace: private to that agent by default.
     Trace,
@@ -107,6 +112,7 @@ impl Kind {
     /// The lowercase name used on the wire and in SQL.
     pub fn as_str(self) -> &'static str {
         match self {
+            Kind::Conversation => "conversation",
             Kind::Observation => "observation",
             Kind::Trace => "trace",
         }

@@ -36,7 +36,7 @@ pub(crate) fn granularity_from_str(s: &str) -> Result<Granularity> {
 }
 
 pub(crate) fn kind_from_str(s: &str) -> Result<Kind> {
-    [Kind::Observation, Kind::Trace]
+    [Kind::Conversation, Kind::Observation, Kind::Trace]
         .into_iter()
         .find(|k| k.as_str() == s)
         .ok_or_else(|| Error::corrupt(format!("unknown kind {s:?}")))

@@ -57,6 +57,11 @@ pub enum Error {
         /// The name.
         name: String,
     },
+    /// A forget whose query names nothing the memory can forget by.
+    #[error(
+        "{0:?} names nothing to forget: name a subject key (--key), an attribute or a thing (\"my address\"), or ids (--id)"
+    )]
+    NothingToForget(String),
     /// The memory was opened read-only.
     #[error("this memory is open read-only: open it for writing to change it")]
     ReadOnly,
@@ -126,9 +131,10 @@ impl Error {
     /// The broad class of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::ConfigFile { .. } | Error::ConfigEnv { .. } | Error::InvalidConfig(_) => {
-                ErrorKind::InvalidInput
-            }
+            Error::ConfigFile { .. }
+            | Error::ConfigEnv { .. }
+            | Error::InvalidConfig(_)
+            | Error::NothingToForget(_) => ErrorKind::InvalidInput,
             Error::Locked { .. } => ErrorKind::Busy,
             Error::NotInitialised { .. } | Error::UnknownPrincipal { .. } => ErrorKind::NotFound,
             Error::ReadOnly | Error::Shared | Error::Io { .. } => ErrorKind::Unavailable,

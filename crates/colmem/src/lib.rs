@@ -35,12 +35,12 @@ pub use config::{
 pub use error::{Error, Result};
 pub use lock::LOCK_FILE;
 pub use memory::{Access, INDEX_DIR, Memory, STORE_FILE};
-pub use session::{Session, Shared};
+pub use session::{Forget, Forgotten, Session, Shared};
 pub use upkeep::ReindexReport;
 
 pub use colmem_ama::{
-    Answered, Deletion, Origin, PipelineConfig, Recall, RecallOptions, Recalled, Remembered,
-    RoundKind, TurnInput,
+    Answered, Deletion, ForgetPlan, Origin, PipelineConfig, Recall, RecallOptions, Recalled,
+    Remembered, RoundKind, TurnInput,
 };
 
 pub use colmem_access::{Check, Condition, Explanation};

@@ -3,14 +3,15 @@
 //! that context; the caller never chooses the time of a read.
 
 use colmem_access::{Context, Hit, Split, WritePolicySet};
+use colmem_ama::change::ForgetInstruction;
 use colmem_ama::{
-    Answered, Caller, Deletion, Recall, RecallOptions, Recalled, Remembered, TurnInput,
+    Answered, Caller, Deletion, ForgetPlan, Recall, RecallOptions, Recalled, Remembered, TurnInput,
 };
 use colmem_cards::{Budget, Composition, LearnReport, TaskContext, Trajectory, Writer};
 use colmem_core::{AgentId, Draft, Fragment, FragmentId, Granularity, Kind, Scope, UserId};
 use colmem_store::{FragmentStore as _, ReadRecord};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::memory::Memory;
 
 /// A user served by an agent; see [`Memory::session`].
@@ -19,6 +20,7 @@ pub struct Session<'m> {
     memory: &'m Memory,
     user: UserId,
     agent: AgentId,
+    scope: Option<Scope>,
 }
 
 impl Memory {
@@ -34,6 +36,7 @@ impl Memory {
             memory: self,
             user,
             agent,
+            scope: None,
         })
     }
 }
@@ -47,6 +50,33 @@ pub struct Shared {
     pub shared: Option<FragmentId>,
     /// The split, with the policy level that decided.
     pub split: Split,
+}
+
+/// What [`Session::forget`] forgets of the session's user's own memory.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Forget {
+    /// These fragments.
+    Ids(Vec<FragmentId>),
+    /// Every version kept under this subject key (`alice/home`).
+    Key(String),
+    /// What this names ("my budget", "where I live"): the fragments whose subject or
+    /// attribute it names, as a spoken "forget …" would, never the top hits of a
+    /// recall.
+    Query(String),
+    /// Everything drawn from the user's conversation.
+    All,
+}
+
+/// What [`Session::forget`] did, or would do on a dry run.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Forgotten {
+    /// What goes: fragments deleted whole, and turns or episodes redacted to the rest.
+    pub plan: ForgetPlan,
+    /// What was done (empty on a dry run).
+    pub deletion: Deletion,
+    /// Whether nothing was changed.
+    pub dry_run: bool,
 }
 
 /// A recalled fragment as a read policy sees it.
@@ -77,6 +107,17 @@ impl<'m> Session<'m> {
         self.agent
     }
 
+    /// This session remembering in `scope` instead of the default of a user's
+    /// conversation (`User`: personal, whatever crews the agent is in). The write
+    /// rule decides at each write: a group the agent is not in, or `Global` without
+    /// the system policy's leave, is refused.
+    pub fn with_scope(self, scope: Scope) -> Session<'m> {
+        Session {
+            scope: Some(scope),
+            ..self
+        }
+    }
+
     /// Runs `body` with a caller checked against the graph at the memory's now,
     /// under the memory's write policies.
     fn with_caller<T>(&self, body: impl FnOnce(&Caller<'_>) -> Result<T>) -> Result<T> {
@@ -92,7 +133,7 @@ impl<'m> Session<'m> {
     ) -> Result<T> {
         let graph = self.memory.graph();
         let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
-        let mut caller = Caller::new(&graph, &self.memory.system, ctx)?;
+        let mut caller = Caller::new(&graph, &self.memory.system, ctx)?.with_scope(self.scope);
         if let Some(policies) = policies {
             caller = caller.with_write_policies(policies);
         }
@@ -168,7 +209,7 @@ impl<'m> Session<'m> {
             .enumerate()
         {
             if let Some(content) = part.text() {
-                let mut draft = Draft::new(content, Granularity::Fact, Kind::Observation);
+                let mut draft = Draft::new(content, Granularity::Fact, Kind::Conversation);
                 draft.scope = Some(scope);
                 slots[slot] = Some(drafts.len());
                 drafts.push(draft);
@@ -213,6 +254,40 @@ impl<'m> Session<'m> {
                 .engine()?
                 .pipeline
                 .close_episode(caller, session)?)
+        })
+    }
+
+    /// Explicit erasure: forgets what `what` selects of this session's user's own
+    /// memory (current fragments and past versions) that the session may delete;
+    /// with `dry_run`, only lists it. A turn or an episode that also told other
+    /// things than what a query names is redacted to the rest rather than deleted
+    /// whole. What the delete rule keeps is listed as refused.
+    pub fn forget(&self, what: &Forget, dry_run: bool) -> Result<Forgotten> {
+        self.with_caller(|caller| {
+            let engine = self.memory.engine()?;
+            let pipeline = &engine.pipeline;
+            let plan = match what {
+                Forget::Ids(ids) => pipeline.forget_plan_of(caller, ids, None)?,
+                Forget::Key(key) => pipeline.forget_plan_of(caller, &[], Some(key))?,
+                Forget::Query(query) => {
+                    let instruction = pipeline
+                        .forget_request(&format!("forget {query}"))?
+                        .filter(|i| !i.everything)
+                        .ok_or_else(|| Error::NothingToForget(query.clone()))?;
+                    pipeline.forget_plan(caller, &instruction)?
+                }
+                Forget::All => pipeline.forget_plan(caller, &ForgetInstruction::everything())?,
+            };
+            let deletion = if dry_run {
+                Deletion::default()
+            } else {
+                pipeline.forget(caller, &plan)?
+            };
+            Ok(Forgotten {
+                plan,
+                deletion,
+                dry_run,
+            })
         })
     }
 

@@ -30,6 +30,9 @@ struct World {
     pipeline: Pipeline,
     /// The write policies every caller writes under, if any.
     policies: Option<WritePolicySet>,
+    /// The agents whose callers remember in a scope of the caller's choosing, rather
+    /// than a conversation's default (`User`), each with that scope.
+    share: Vec<(AgentId, Scope)>,
     /// Every access event, for the oracle.
     events: Vec<AccessEvent>,
 }
@@ -70,6 +73,7 @@ impl World {
             system: SystemPolicy::default(),
             pipeline,
             policies: None,
+            share: Vec::new(),
             events: Vec::new(),
         }
     }
@@ -92,6 +96,12 @@ impl World {
             Context::new(user, agent, self.clock.as_ref()),
         )
         .ok()?;
+        let caller = caller.with_scope(
+            self.share
+                .iter()
+                .find(|(sharing, _)| *sharing == agent)
+                .map(|(_, scope)| *scope),
+        );
         Some(match &self.policies {
             Some(policies) => caller.with_write_policies(policies),
             None => caller,
@@ -4311,6 +4321,7 @@ fn an_update_of_facts_a_crew_and_the_user_hold_gives_each_its_own_successor() {
     ] {
         world.log(change);
     }
+    world.share.push((planner, Scope::Group(crew)));
     // The crew's agent holds one fact of the home, the crewless one another (User).
     world.dana_says(
         u,
@@ -4451,6 +4462,9 @@ fn group_of_two(
         world.log(change);
     }
     world.policies = Some(WritePolicySet::new(policies, PseudonymKey::new([7; 32])).unwrap());
+    // What dana tells is shared with the group explicitly (a user's conversation
+    // stays with the user by default).
+    world.share.push((helper, Scope::Group(group)));
     (world, dana, erin, helper, group)
 }
 
@@ -4756,6 +4770,7 @@ fn a_private_correction_closes_a_fact_of_an_agent_gone_from_the_crew() {
         edge: membership,
         until: None,
     });
+    world.share.push((scribe, Scope::Group(crew)));
     world.dana_says(
         dana,
         scribe,

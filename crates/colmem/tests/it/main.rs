@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod write_path;
+
 use std::collections::BTreeSet;
 
 use colmem::{
@@ -973,7 +975,11 @@ fn remember_shares_with_a_crew_through_the_write_policy() {
         )
         .unwrap();
     tick(&memory);
-    let planner = memory.session(user("alice"), agent("planner")).unwrap();
+    // A user's conversation is personal: shared with the crew only when asked.
+    let planner = memory
+        .session(user("alice"), agent("planner"))
+        .unwrap()
+        .with_scope(colmem::Scope::Group(crew));
     planner
         .remember(&turn(
             "D1:1",
