@@ -35,6 +35,9 @@ struct CrewSpec {
 struct Fixture {
     start: String,
     user: String,
+    /// A second user who may invoke every agent: what the first tells of themself
+    /// stays theirs, while a crew's finding reaches the crew's agents for anyone.
+    other_user: String,
     team: String,
     outsider: String,
     global_writers: Vec<String>,
@@ -52,6 +55,8 @@ pub struct Row {
     /// Agents that see it before the promotion (`None`: written after).
     pub before: Option<Vec<String>>,
     pub after: Vec<String>,
+    /// Agents through which the other user sees it, after the promotion.
+    pub other_user: Vec<String>,
 }
 
 /// The promotion.
@@ -93,11 +98,13 @@ fn visibility(
 pub fn compute(root: &Path) -> Result<Output> {
     let f: Fixture = load(root, NAME)?;
     let user = UserId::new(&f.user)?;
+    let other = UserId::new(&f.other_user)?;
     let team = GroupId::new(&f.team)?;
     let outsider = AgentId::new(&f.outsider)?;
     let mut agents = Vec::new();
     let mut principals = vec![
         Principal::User(user),
+        Principal::User(other),
         Principal::Group(team, GroupKind::Team),
     ];
     let mut edges = Vec::new();
@@ -123,10 +130,12 @@ pub fn compute(root: &Path) -> Result<Output> {
     agents.push(outsider);
     principals.push(Principal::Agent(outsider));
     for agent in &agents {
-        edges.push(Edge::Invoke {
-            user,
-            agent: *agent,
-        });
+        for user in [user, other] {
+            edges.push(Edge::Invoke {
+                user,
+                agent: *agent,
+            });
+        }
     }
     let scout = *agents.first().context("the fixture names no crew agents")?;
     let crew = *crews.first().context("the fixture names no crew")?;
@@ -184,10 +193,15 @@ pub fn compute(root: &Path) -> Result<Output> {
                 Kind::Observation,
                 Some(Scope::Global),
             ),
+            note(
+                "operator: my night shifts end in March, then I move to days",
+                Kind::Conversation,
+                None,
+            ),
         ],
     )?;
-    let [observation, trace, team_note, global_note] = written[..] else {
-        anyhow::bail!("the scout's four notes were not all written");
+    let [observation, trace, team_note, global_note, personal] = written[..] else {
+        anyhow::bail!("the scout's five notes were not all written");
     };
     let store = wiring.collab.store().clone();
     ensure!(
@@ -197,6 +211,10 @@ pub fn compute(root: &Path) -> Result<Output> {
     ensure!(
         store.get(trace)?.scope == Scope::Agent,
         "a trace's default scope is the writing agent"
+    );
+    ensure!(
+        store.get(personal)?.scope == Scope::User,
+        "what a user tells of themself stays with that user, whatever crews the agent is in"
     );
     wiring.clock.advance(60_000);
     let before = visibility(&wiring, user, &agents)?;
@@ -214,6 +232,15 @@ pub fn compute(root: &Path) -> Result<Output> {
         promoted.context("the trace was never promoted: check votes_to_promote and tasks")?;
     wiring.clock.advance(60_000);
     let after = visibility(&wiring, user, &agents)?;
+    let others = visibility(&wiring, other, &agents)?;
+    ensure!(
+        !others.contains_key(&personal),
+        "the other user read what the operator told of themself"
+    );
+    ensure!(
+        others.get(&observation).is_some_and(|a| !a.is_empty()),
+        "the crew's finding did not reach the crew's agents serving the other user"
+    );
 
     let copy = store.get(promoted)?;
     let entries = store.audit_entries(0, usize::MAX)?;
@@ -226,6 +253,7 @@ pub fn compute(root: &Path) -> Result<Output> {
         (trace, "trace"),
         (team_note, "team note"),
         (global_note, "global note"),
+        (personal, "user's own words"),
         (promoted, "promoted trace"),
     ];
     let mut rows = Vec::new();
@@ -237,6 +265,7 @@ pub fn compute(root: &Path) -> Result<Output> {
             scope: fragment.scope.to_string(),
             before: (id != promoted).then(|| before.get(&id).cloned().unwrap_or_default()),
             after: after.get(&id).cloned().unwrap_or_default(),
+            other_user: others.get(&id).cloned().unwrap_or_default(),
         });
     }
     let violations = wiring.check()?.violations.len();
@@ -255,16 +284,25 @@ pub fn compute(root: &Path) -> Result<Output> {
     })
 }
 
-fn grid(output: &Output, before: bool) -> Vec<Vec<String>> {
+/// Which agents see each fragment: for the user before or after the promotion, or
+/// for the other user after it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Before,
+    After,
+    OtherUser,
+}
+
+fn grid(output: &Output, when: Seen) -> Vec<Vec<String>> {
     output
         .fragments
         .iter()
-        .filter(|r| !before || r.before.is_some())
+        .filter(|r| when != Seen::Before || r.before.is_some())
         .map(|r| {
-            let seen: BTreeSet<&String> = if before {
-                r.before.iter().flatten().collect()
-            } else {
-                r.after.iter().collect()
+            let seen: BTreeSet<&String> = match when {
+                Seen::Before => r.before.iter().flatten().collect(),
+                Seen::After => r.after.iter().collect(),
+                Seen::OtherUser => r.other_user.iter().collect(),
             };
             let mut row = vec![r.fragment.clone(), r.kind.clone(), r.scope.clone()];
             row.extend(output.agents.iter().map(|a| {
@@ -288,11 +326,14 @@ pub fn run(root: &Path, json: bool) -> Result<()> {
     header.extend(output.agents.iter().cloned());
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
     println!("\nbefore the promotion (operator served by each agent):");
-    let before = grid(&output, true);
+    let before = grid(&output, Seen::Before);
     print_table(&header_refs, &before);
     println!("\nafter the promotion:");
-    let after = grid(&output, false);
+    let after = grid(&output, Seen::After);
     print_table(&header_refs, &after);
+    println!("\nthe other user (visitor) served by each agent, after the promotion:");
+    let others = grid(&output, Seen::OtherUser);
+    print_table(&header_refs, &others);
     let p = &output.promotion;
     println!(
         "\npromotion: {} helpful votes → {} at task {}; parent is the trace: {}; audited: {}",
@@ -304,7 +345,9 @@ pub fn run(root: &Path, json: bool) -> Result<()> {
         blocks: vec![
             Block::Text(
                 "crew-a (scout, analyst) and crew-b (planner, builder) form team-1; the auditor is outside it. \
-                 Observations default to the writer's crew, traces to the writing agent."
+                 Observations default to the writer's crew, traces to the writing agent, and what the operator \
+                 tells of themself (kind conversation) to the operator alone: the visitor, who may invoke every agent, \
+                 reads the crew's finding through its agents but never the operator's own words."
                     .into(),
             ),
             Block::Text("Before the promotion:".into()),
@@ -316,6 +359,11 @@ pub fn run(root: &Path, json: bool) -> Result<()> {
             Block::Table {
                 header: header.clone(),
                 rows: after,
+            },
+            Block::Text("The other user, after the promotion:".into()),
+            Block::Table {
+                header: header.clone(),
+                rows: others,
             },
             Block::Bars {
                 title: "agents that see each fragment".into(),

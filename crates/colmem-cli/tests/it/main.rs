@@ -1280,3 +1280,124 @@ fn bad_input_is_refused_with_what_to_do() {
     let usage = env.run(&["recall"]);
     assert_eq!(usage.code, 2, "{usage:?}");
 }
+
+/// The four turns a new user tried (issue "a write path that never loses or leaks"):
+/// the move answers Porto, the job survives forgetting the budget told beside it, the
+/// food preference survives the move, every fragment is personal (`user` scope), and
+/// bob, who may invoke both crew agents, reads none of it.
+#[test]
+fn four_turns_of_a_new_user_neither_lose_nor_leak() {
+    let env = Env::with_alice();
+    env.ok(&["principal", "add", "agent", "planner"]);
+    env.ok(&[
+        "principal",
+        "add",
+        "group",
+        "kitchen",
+        "--group-kind",
+        "crew",
+    ]);
+    for agent in ["helper", "planner"] {
+        env.ok(&["grant", "member", "--group", "kitchen", "--agent", agent]);
+        env.ok(&["grant", "invoke", "--user", "bob", "--agent", agent]);
+    }
+    env.alice_tells_helper("My favourite food is ramen and I live in Lisbon.");
+    env.alice_tells_helper(
+        "I work as a nurse at Santa Maria hospital. My monthly budget for rent is 900 euros.",
+    );
+    env.alice_tells_helper("We moved to Porto last week.");
+    env.alice_tells_helper("Please forget what I said about my budget.");
+    let answer = |q: &str| {
+        env.json(&[
+            "answer", "--user", "alice", "--agent", "helper", "--json", q,
+        ])["answer"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let home = answer("where do I live now?");
+    assert!(home.contains("Porto") && !home.contains("Lisbon"), "{home}");
+    assert!(answer("where do I work?").contains("nurse"));
+    assert!(answer("what is my favourite food?").contains("ramen"));
+    let export: Vec<Value> = env
+        .ok(&["export"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|f: &Value| f["deleted_at"].is_null())
+        .collect();
+    assert!(!export.is_empty());
+    for f in &export {
+        assert_eq!(f["scope"], "user", "{f}");
+        assert!(!f["content"].as_str().unwrap().contains("900"), "{f}");
+    }
+    for agent in ["helper", "planner"] {
+        for query in ["rent", "nurse", "Lisbon Porto", "ramen"] {
+            assert!(
+                recall_contents(&env, "bob", agent, query).is_empty(),
+                "bob through {agent} read alice's {query}"
+            );
+        }
+    }
+    // The same session shares only when asked, and only where it may write.
+    env.ok(&[
+        "remember",
+        "--user",
+        "alice",
+        "--agent",
+        "helper",
+        "--scope",
+        "group:kitchen",
+        "The kitchen's fridge code is 4471.",
+    ]);
+    assert!(!recall_contents(&env, "bob", "planner", "fridge code").is_empty());
+    env.ok(&["principal", "add", "group", "hall", "--group-kind", "crew"]);
+    env.fails(
+        &[
+            "remember",
+            "--user",
+            "alice",
+            "--agent",
+            "helper",
+            "--scope",
+            "group:hall",
+            "The hall's door code is 1234.",
+        ],
+        5,
+    );
+}
+
+/// `colmem forget`: a dry run lists and keeps; then by query, key and everything.
+#[test]
+fn forget_lists_on_a_dry_run_then_forgets_what_it_selects() {
+    let env = Env::with_alice();
+    env.alice_tells_helper(
+        "I work as a nurse at Santa Maria hospital. My monthly budget for groceries is 900 euros.",
+    );
+    env.alice_tells_helper("My car is a blue Honda Civic.");
+    let party = ["--user", "alice", "--agent", "helper"];
+    let dry = env.json(
+        &[
+            &["forget"][..],
+            &party,
+            &["--query", "my budget", "--dry-run", "--json"],
+        ]
+        .concat(),
+    );
+    assert_eq!(dry["dry_run"], true);
+    assert!(dry["deleted"].as_array().unwrap().is_empty());
+    assert!(
+        !recall_contents(&env, "alice", "helper", "budget groceries")
+            .iter()
+            .all(|c| !c.contains("900"))
+    );
+    let done = env.json(&[&["forget"][..], &party, &["--query", "my budget", "--json"]].concat());
+    assert!(!done["deleted"].as_array().unwrap().is_empty(), "{done}");
+    let left = recall_contents(&env, "alice", "helper", "nurse budget groceries car");
+    assert!(left.iter().all(|c| !c.contains("900")), "{left:?}");
+    assert!(left.iter().any(|c| c.contains("nurse")), "{left:?}");
+    // Exactly one way to select.
+    env.fails(&[&["forget"][..], &party].concat(), 2);
+    let all = env.ok(&[&["forget"][..], &party, &["--all"]].concat());
+    assert!(all.starts_with("forgot "), "{all}");
+    assert!(recall_contents(&env, "alice", "helper", "nurse car Honda").is_empty());
+}
