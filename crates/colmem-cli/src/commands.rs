@@ -857,6 +857,10 @@ fn describe(event: &AuditEvent) -> (String, String) {
         AuditEvent::Purge { admin, fragment } => {
             ("purge".to_owned(), format!("by {admin}: {fragment}"))
         }
+        AuditEvent::Narrow { fragments } => (
+            "narrow".to_owned(),
+            format!("to user scope: {}", ids(&mut fragments.iter().copied())),
+        ),
         other => ("other".to_owned(), format!("{other:?}")),
     }
 }

@@ -109,6 +109,12 @@ pub enum AuditEvent {
         /// The deleted fragment.
         fragment: FragmentId,
     },
+    /// Fragments an upgrade narrowed to scope `User`: a user's conversation, which an
+    /// older version had written to the serving agent's crew.
+    Narrow {
+        /// The narrowed fragments.
+        fragments: Vec<FragmentId>,
+    },
     /// A fragment purged by an administrator: its text is gone.
     Purge {
         /// Who purged it.

@@ -233,6 +233,48 @@ const MIGRATIONS: &[&str] = &[
         UPDATE changes SET stamp = random() WHERE seq = NEW.seq;
     END;
     "#,
+    // 6: a user's conversation is personal. What the AMA pipeline drew from a user's
+    // turns (raw turns, facts, episodes, profile entries: observations with source
+    // turns) went to the agent's crew before; it becomes kind `conversation` in scope
+    // `user`, in the access class of the same owner, agents and resources. The
+    // narrowed ids wait in `narrowed` until the store audits them (see
+    // `SqliteStore::open`). Fresh stamps on every change make an index snapshot
+    // taken before this migration rebuild from the store, scopes and all.
+    r#"
+    CREATE TABLE narrowed (
+        fragment    INTEGER PRIMARY KEY,
+        scope_group TEXT NOT NULL
+    );
+    INSERT INTO narrowed (fragment, scope_group)
+    SELECT f.id, f.scope_group FROM fragments f JOIN fragment_sources s ON s.fragment = f.id
+    WHERE f.kind = 'observation' AND f.scope = 'group'
+      AND f.granularity IN ('raw_turn', 'fact', 'episode', 'profile')
+      AND s.turns <> '[]';
+    INSERT OR IGNORE INTO access_classes (signature, scope, scope_group, owner, agents, resources)
+    SELECT json_array('user', NULL, f.user, json(c.agents), json(c.resources)),
+           'user', NULL, f.user, c.agents, c.resources
+    FROM narrowed n JOIN fragments f ON f.id = n.fragment JOIN access_classes c ON c.id = f.class;
+    DROP TRIGGER fragments_class_immutable;
+    UPDATE fragments SET kind = 'conversation', scope = 'user', scope_group = NULL,
+        class = (SELECT mine.id FROM access_classes AS old, access_classes AS mine
+                 WHERE old.id = fragments.class
+                   AND mine.signature = json_array('user', NULL, fragments.user,
+                                                   json(old.agents), json(old.resources)))
+    WHERE id IN (SELECT fragment FROM narrowed);
+    CREATE TRIGGER fragments_class_immutable
+    BEFORE UPDATE OF class, scope, scope_group ON fragments
+    BEGIN SELECT RAISE(ABORT, 'the scope and access class of a fragment are immutable'); END;
+    INSERT OR IGNORE INTO class_counts (class, live, newest)
+    SELECT id, 0, 0 FROM access_classes;
+    UPDATE class_counts SET
+        live = (SELECT count(*) FROM fragments f
+                WHERE f.class = class_counts.class
+                  AND f.superseded_at IS NULL AND f.deleted_at IS NULL),
+        newest = max(newest, coalesce((SELECT max(created_at) FROM fragments f
+                                      WHERE f.class = class_counts.class), 0))
+    WHERE EXISTS (SELECT 1 FROM narrowed);
+    UPDATE changes SET stamp = random() WHERE EXISTS (SELECT 1 FROM narrowed);
+    "#,
 ];
 
 /// The schema version this build writes.

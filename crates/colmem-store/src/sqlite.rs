@@ -197,6 +197,7 @@ impl SqliteStore {
             }
             let now = ts(store.config.clock.now());
             store.retry(|| schema::migrate_to(&mut lock(&store.writer), SCHEMA_VERSION, now))?;
+            store.retry(|| audit_narrowed(&mut lock(&store.writer), store.config.clock.now()))?;
         }
         Ok(store)
     }
@@ -1101,6 +1102,32 @@ fn op_from_str(s: &str) -> Result<ChangeOp> {
         "purge" => ChangeOp::Purge,
         other => return Err(Error::corrupt(format!("unknown change op {other:?}"))),
     })
+}
+
+/// Audits the fragments the upgrade to schema 6 narrowed to scope `User` (a user's
+/// conversation that an older version wrote to the agent's crew), once: one entry,
+/// in the transaction that empties `narrowed`.
+fn audit_narrowed(conn: &mut Connection, at: Timestamp) -> Result<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let ids: Vec<i64> = tx
+        .prepare("SELECT fragment FROM narrowed ORDER BY fragment")?
+        .query_map([], |row| row.get(0))?
+        .collect::<std::result::Result<_, _>>()?;
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let fragments = ids
+        .into_iter()
+        .map(|id| {
+            u64::try_from(id)
+                .map(FragmentId)
+                .map_err(|_| Error::corrupt("negative fragment id"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    append_audit_tx(&tx, at, &AuditEvent::Narrow { fragments })?;
+    tx.execute("DELETE FROM narrowed", [])?;
+    tx.commit()?;
+    Ok(())
 }
 
 fn record_change(tx: &Transaction<'_>, id: FragmentId, op: ChangeOp) -> Result<()> {

@@ -147,7 +147,8 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
             .unwrap()
             .ids[0]
     };
-    // Turn the file into a version-1 store: version 5 added the change stamps,
+    // Turn the file into a version-1 store: version 6 added the narrowed list,
+    // version 5 the change stamps,
     // version 4 the secrets, version 3 the access classes, version 2 the cards tables.
     Connection::open(&path)
         .unwrap()
@@ -162,6 +163,7 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
              DROP TABLE card_edges; DROP TABLE cards; DROP TABLE secrets; \
              DROP INDEX access_events_recorded; ALTER TABLE access_events DROP COLUMN recorded; \
              DROP TRIGGER changes_stamp; ALTER TABLE changes DROP COLUMN stamp; \
+             DROP TABLE narrowed; \
              DELETE FROM schema_version WHERE version >= 2;",
         )
         .unwrap();
@@ -392,4 +394,77 @@ fn a_lock_held_past_the_deadline_is_a_typed_busy_error() {
         store.count(&everything(), &ListQuery::default()).unwrap(),
         2
     );
+}
+
+/// A store written by a version that put a user's conversation in the agent's crew
+/// is narrowed on upgrade: what was drawn from user turns becomes kind conversation in
+/// scope `User` (one audit entry lists them, and the chain verifies); a crew finding
+/// drawn from no turn, and a card, keep their scope.
+#[test]
+fn an_upgrade_narrows_a_users_conversation_to_the_user() {
+    use colmem_core::{GroupId, Kind, Scope};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let crew = GroupId::new("kitchen").unwrap();
+    let mut turn = fact("alice: my rent is 900 euros");
+    turn.granularity = colmem_core::Granularity::RawTurn;
+    turn.scope = Scope::Group(crew);
+    turn.provenance.source.turns = vec!["D1:1".to_owned()];
+    let mut drawn = fact("alice's rent is 900 euros");
+    drawn.scope = Scope::Group(crew);
+    drawn.provenance.source.turns = vec!["D1:1".to_owned()];
+    let mut finding = fact("the east gate is unguarded after dusk");
+    finding.scope = Scope::Group(crew);
+    let ids = {
+        let store = open(&path);
+        store
+            .write(&interaction(vec![turn, drawn, finding]))
+            .unwrap()
+            .ids
+    };
+    // As the older version left it: schema 5, nothing narrowed.
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP TABLE narrowed; DELETE FROM schema_version WHERE version = 6;")
+        .unwrap();
+    let store = open(&path);
+    for id in &ids[..2] {
+        let f = store.get(*id).unwrap();
+        assert_eq!(
+            (f.scope, f.kind),
+            (Scope::User, Kind::Conversation),
+            "{f:?}"
+        );
+    }
+    let finding = store.get(ids[2]).unwrap();
+    assert_eq!(
+        (finding.scope, finding.kind),
+        (Scope::Group(crew), Kind::Observation)
+    );
+    let entries = store.audit_entries(0, 1_000).unwrap();
+    let narrowed: Vec<_> = entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            AuditEvent::Narrow { fragments } => Some(fragments.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(narrowed, vec![ids[..2].to_vec()]);
+    assert!(matches!(
+        store.verify_audit().unwrap(),
+        AuditStatus::Intact { .. }
+    ));
+    // The owner reads them through any agent of hers; the crew's finding is not hers.
+    let seen = store.count(&everything(), &ListQuery::default()).unwrap();
+    assert_eq!(seen, 2);
+    drop(store);
+    // Reopening narrows nothing more.
+    let store = open(&path);
+    let again = store
+        .audit_entries(0, 1_000)
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e.event, AuditEvent::Narrow { .. }))
+        .count();
+    assert_eq!(again, 1);
 }
