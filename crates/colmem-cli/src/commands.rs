@@ -57,9 +57,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Cards(CardsCommand::Compose(args)) => compose_cards(&cli, args),
         Command::Cards(CardsCommand::Learn(args)) => learn_cards(&cli, args),
         Command::Audit(audit) => audit_command(&cli, audit),
-        Command::Import(ImportCommand::Locomo { path, agent, limit }) => {
-            import_locomo(&cli, path, agent, *limit)
-        }
+        Command::Import(ImportCommand::Locomo {
+            path,
+            agent,
+            limit,
+            grant,
+        }) => import_locomo(&cli, path, agent, *limit, *grant),
         Command::Reindex => reindex(&cli),
         Command::Forget(args) => forget(&cli, args),
         Command::Retention(args) => retention(&cli, &args.party, args.json),
@@ -1002,11 +1005,93 @@ fn progress_bar(len: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// The users the import acts as, each once, in file order.
+fn import_users(conversations: &[locomo::Conversation]) -> Result<Vec<UserId>> {
+    let mut users = Vec::new();
+    for conversation in conversations {
+        let user = user(&user_name(&conversation.sample_id)?)?;
+        if !users.contains(&user) {
+            users.push(user);
+        }
+    }
+    Ok(users)
+}
+
+/// Without `--grant`, an import widens no access: every user must be registered
+/// and may invoke the agent now (not granted, or revoked, is refused), naming what
+/// is missing before anything is written.
+fn refuse_missing_access(memory: &Memory, users: &[UserId], assistant: AgentId) -> Result<()> {
+    let unknown: Vec<String> = std::iter::once(Principal::Agent(assistant))
+        .chain(users.iter().map(|u| Principal::User(*u)))
+        .filter(|p| !memory.is_registered(*p))
+        .map(|p| p.to_string())
+        .collect();
+    if !unknown.is_empty() {
+        return Err(anyhow::Error::new(exit::Coded {
+            code: exit::NOT_FOUND,
+            message: format!(
+                "not registered: {}; nothing was imported: register them (colmem principal add …) and grant each user the agent, or run the import with --grant to do both",
+                unknown.join(", ")
+            ),
+        }));
+    }
+    let mut ungranted = Vec::new();
+    for &user in users {
+        if !memory.invocable(user)?.contains(&assistant) {
+            ungranted.push(
+                Edge::Invoke {
+                    user,
+                    agent: assistant,
+                }
+                .to_string(),
+            );
+        }
+    }
+    if !ungranted.is_empty() {
+        return Err(anyhow::Error::new(exit::Coded {
+            code: exit::FORBIDDEN,
+            message: format!(
+                "not granted now (never granted, or revoked): {}; nothing was imported: grant them (colmem grant invoke --user U --agent {assistant}), or run the import with --grant to grant them",
+                ungranted.join(", ")
+            ),
+        }));
+    }
+    Ok(())
+}
+
+/// With `--grant`: registers what is missing and grants each user the agent, saying
+/// what it did (each change audited as any registration or grant).
+fn grant_missing_access(memory: &Memory, users: &[UserId], assistant: AgentId) -> Result<()> {
+    let admin = memory.admin();
+    for principal in std::iter::once(Principal::Agent(assistant))
+        .chain(users.iter().map(|u| Principal::User(*u)))
+    {
+        if !memory.is_registered(principal) {
+            admin.register(principal)?;
+            say!("registered {principal}");
+        }
+    }
+    for &user in users {
+        // An edge that holds now is left as it is, a scheduled end included.
+        if !memory.invocable(user)?.contains(&assistant) {
+            let edge = Edge::Invoke {
+                user,
+                agent: assistant,
+            };
+            if let Granted::Recorded(event) = admin.grant(edge, None, None)? {
+                say!("granted {edge} from {}", event.at);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn import_locomo(
     cli: &Cli,
     path: &Path,
     agent_name: &str,
     limit: Option<usize>,
+    grant: bool,
 ) -> Result<ExitCode> {
     let mut conversations = locomo::load(path).map_err(colmem::Error::from)?;
     if let Some(limit) = limit {
@@ -1033,9 +1118,11 @@ fn import_locomo(
         say!("the file holds no conversation: nothing imported");
         return Ok(ExitCode::SUCCESS);
     }
-    let admin = memory.admin();
-    if !memory.is_registered(Principal::Agent(assistant)) {
-        admin.register(Principal::Agent(assistant))?;
+    let users = import_users(&conversations)?;
+    if grant {
+        grant_missing_access(&memory, &users, assistant)?;
+    } else {
+        refuse_missing_access(&memory, &users, assistant)?;
     }
     let total: u64 = conversations
         .iter()
@@ -1045,20 +1132,6 @@ fn import_locomo(
     let (mut turns, mut fragments) = (0u64, 0u64);
     for conversation in &conversations {
         let user = user(&user_name(&conversation.sample_id)?)?;
-        if !memory.is_registered(Principal::User(user)) {
-            admin.register(Principal::User(user))?;
-        }
-        // An edge that holds now is left as it is, a scheduled end included.
-        if !memory.invocable(user)?.contains(&assistant) {
-            admin.grant(
-                Edge::Invoke {
-                    user,
-                    agent: assistant,
-                },
-                None,
-                None,
-            )?;
-        }
         let session = memory.session(user, assistant)?;
         let dialogue = &conversation.dialogue;
         let mut open_session: Option<String> = None;

@@ -433,6 +433,9 @@ pub enum ImportCommand {
         /// Import at most this many conversations.
         #[arg(long)]
         limit: Option<usize>,
+        /// Register each conversation's user and the agent, and grant the user the agent, where missing (a revoked edge is granted again). Without it, a missing principal or edge refuses the import.
+        #[arg(long)]
+        grant: bool,
     },
 }
 

@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+mod import;
+
 /// What one run of the binary did.
 #[derive(Debug)]
 struct Output {
@@ -875,7 +877,7 @@ fn import_locomo_reads_dialogue_turns_only() {
     env.ok(&["init"]);
     let file = env.path("locomo.json");
     std::fs::write(&file, LOCOMO).unwrap();
-    let out = env.ok(&["import", "locomo", file.to_str().unwrap()]);
+    let out = env.ok(&["import", "locomo", "--grant", file.to_str().unwrap()]);
     assert!(
         out.contains("imported 1 conversation(s), 3 turn(s)"),
         "{out}"
@@ -908,7 +910,7 @@ fn import_locomo_reads_dialogue_turns_only() {
             ),
         )
         .unwrap();
-        env.ok(&["import", "locomo", file.to_str().unwrap()]);
+        env.ok(&["import", "locomo", "--grant", file.to_str().unwrap()]);
     }
     for user in ["conv_20_1", "conv_5f_1"] {
         let contents = recall_contents(&env, user, "assistant", "researching agencies");
