@@ -66,7 +66,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Reindex => reindex(&cli),
         Command::Forget(args) => forget(&cli, args),
         Command::Retention(args) => retention(&cli, &args.party, args.json),
-        Command::Explain(args) => explain(&cli, &args.party, &args.fragment, args.json),
+        Command::Explain(args) => explain(&cli, args),
         Command::Export(args) => export(&cli, args.output.as_deref(), args.vectors),
         Command::Backup(args) => backup(&cli, &args.dest),
     }
@@ -864,6 +864,22 @@ fn describe(event: &AuditEvent) -> (String, String) {
             "narrow".to_owned(),
             format!("to user scope: {}", ids(&mut fragments.iter().copied())),
         ),
+        AuditEvent::Denied { user, agent } => (
+            "denied".to_owned(),
+            format!("{user} via {agent}: may not invoke"),
+        ),
+        AuditEvent::Explain {
+            user,
+            agent,
+            fragment,
+            admin,
+        } => (
+            "explain".to_owned(),
+            format!(
+                "{user} via {agent}: {fragment}{}",
+                if *admin { " (administrator)" } else { "" }
+            ),
+        ),
         other => ("other".to_owned(), format!("{other:?}")),
     }
 }
@@ -1325,11 +1341,37 @@ fn print_refused(refused: &[FragmentId]) -> Result<()> {
     Ok(())
 }
 
-fn explain(cli: &Cli, party: &Party, fragment: &str, as_json: bool) -> Result<ExitCode> {
-    let id = fragment_id(fragment)?;
-    let (user, agent) = (user(&party.user)?, agent(&party.agent)?);
-    let memory = open_read_only(cli)?;
-    let explanation: Explanation = memory.admin().explain(user, agent, id)?;
+/// `explain`: the session's view (whether it may read the fragment, and why only
+/// if it may) or, with `--admin`, the administrator's. Audited, so it opens the
+/// directory as a recall does.
+fn explain(cli: &Cli, args: &crate::ExplainArgs) -> Result<ExitCode> {
+    let id = fragment_id(&args.fragment)?;
+    let (user, agent) = (user(&args.party.user)?, agent(&args.party.agent)?);
+    let memory = open_shared(cli)?;
+    let explanation = if args.admin {
+        memory.admin().explain(user, agent, id)?
+    } else {
+        match memory.session(user, agent)?.explain(id)? {
+            Some(explanation) => explanation,
+            None => {
+                // Hidden and missing alike: neither the id nor the time is repeated.
+                if args.json {
+                    print_json(&json!({"user": user, "agent": agent, "visible": false}))?;
+                } else {
+                    say!(
+                        "{user} via {agent} may read no fragment of that id now (an administrator's explain --admin tells why)"
+                    );
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    };
+    print_explanation(id, &explanation, args.json)
+}
+
+/// The read rule condition by condition, naming the one that decides.
+fn print_explanation(id: FragmentId, explanation: &Explanation, as_json: bool) -> Result<ExitCode> {
+    let (user, agent) = (explanation.context.user(), explanation.context.agent());
     let at = explanation.context.now();
     if as_json {
         print_json(&json!({

@@ -63,7 +63,7 @@ pub enum Command {
     Forget(ForgetArgs),
     /// Delete what a user served by an agent recorded longer ago than `[pipeline] retention_ms`.
     Retention(RetentionArgs),
-    /// Say why a fragment is or is not visible to a user served by an agent now.
+    /// Say whether a user served by an agent may read a fragment now, and why only when they may; with --admin, the administrator's full explanation.
     Explain(ExplainArgs),
     /// Write every stored fragment as JSON lines.
     Export(ExportArgs),
@@ -454,6 +454,9 @@ pub struct RetentionArgs {
 pub struct ExplainArgs {
     #[command(flatten)]
     pub party: Party,
+    /// The administrator's explanation: every condition with what it was decided on, for any fragment, naming the one that decides (an id that does not exist is exit 4). Without it, the session's own: what it may not read and what does not exist look alike.
+    #[arg(long)]
+    pub admin: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -122,6 +122,27 @@ pub enum AuditEvent {
         /// The purged fragment.
         fragment: FragmentId,
     },
+    /// A session's request refused because the user may not invoke the agent now
+    /// (a recall, an answer, a history read, an explanation, or a write).
+    Denied {
+        /// The user of the request.
+        user: UserId,
+        /// The agent the user may not invoke.
+        agent: AgentId,
+    },
+    /// An explanation of the read rule for one fragment id in the context (user,
+    /// agent, now), whether or not such a fragment exists.
+    Explain {
+        /// The user of the context.
+        user: UserId,
+        /// The agent of the context.
+        agent: AgentId,
+        /// The id asked about.
+        fragment: FragmentId,
+        /// The administrator's full explanation (`true`), or the session's own,
+        /// which tells only whether it may read the fragment (`false`).
+        admin: bool,
+    },
 }
 
 /// One link of the audit chain: `hash = BLAKE3(prev ‖ seq ‖ at ‖ canonical JSON of event)`.

@@ -284,10 +284,23 @@ impl<'m> Admin<'m> {
         Ok(pairs.into_iter().collect())
     }
 
-    /// The read rule for fragment `id` in context `(user, agent, now)`, condition by
-    /// condition, naming the one that decides.
+    /// The administrator's explanation: the read rule for fragment `id` in context
+    /// `(user, agent, now)`, condition by condition with the sets each was decided on
+    /// (owner, agents, resources, times), naming the one that decides; *not found*
+    /// for an id that does not exist. Audited, so the memory must not be read-only. A
+    /// session asks [`Session::explain`](crate::Session::explain), which tells it
+    /// only what it may read.
     pub fn explain(&self, user: UserId, agent: AgentId, id: FragmentId) -> Result<Explanation> {
+        if self.memory.access() == Access::ReadOnly {
+            return Err(Error::ReadOnly);
+        }
         self.memory.known(Some(user), Some(agent))?;
+        self.memory.store.append_audit(&AuditEvent::Explain {
+            user,
+            agent,
+            fragment: id,
+            admin: true,
+        })?;
         let fragment = self.memory.store.get(id)?;
         let ctx = Context::new(user, agent, self.memory.clock.as_ref());
         Ok(self.memory.graph().explain(&ctx, &fragment))

@@ -2,13 +2,16 @@
 //! against the access graph at the memory's now and runs the AMA pipeline under
 //! that context; the caller never chooses the time of a read.
 
-use colmem_access::{Context, Hit, Split, WritePolicySet};
+use colmem_access::{AccessGraph, Context, Explanation, Hit, Split, WritePolicySet};
 use colmem_ama::change::ForgetInstruction;
 use colmem_ama::{
     Answered, Caller, Deletion, ForgetPlan, Recall, RecallOptions, Recalled, Remembered, TurnInput,
 };
 use colmem_cards::{Budget, Composition, LearnReport, TaskContext, Trajectory, Writer};
-use colmem_core::{AgentId, Draft, Fragment, FragmentId, Granularity, Kind, Scope, UserId};
+use colmem_core::{
+    AgentId, AuditEvent, Draft, ErrorKind, Forbidden, Fragment, FragmentId, Granularity, Kind,
+    ReadFilter, Scope, UserId,
+};
 use colmem_store::{FragmentStore as _, ReadRecord};
 
 use crate::error::{Error, Result};
@@ -27,17 +30,39 @@ impl Memory {
     /// A session of `user` served by `agent`: *forbidden* unless the user may invoke
     /// the agent now (on the memory's clock). Each call on the session checks again
     /// at its own moment, so a revocation takes effect on the next call.
+    /// A refusal is audited ([`AuditEvent::Denied`]).
     pub fn session(&self, user: UserId, agent: AgentId) -> Result<Session<'_>> {
         self.writable()?;
         self.known(Some(user), Some(agent))?;
         let ctx = Context::new(user, agent, self.clock.as_ref());
-        self.graph().compile(&ctx)?;
+        self.admitted(&self.graph(), &ctx)?;
         Ok(Session {
             memory: self,
             user,
             agent,
             scope: None,
         })
+    }
+
+    /// The read filter of `ctx`: *forbidden*, and audited as denied, unless the user
+    /// may invoke the agent at the context's moment.
+    fn admitted(&self, graph: &AccessGraph, ctx: &Context) -> Result<ReadFilter> {
+        graph
+            .compile(ctx)
+            .map_err(|forbidden| self.denied(ctx, forbidden))
+    }
+
+    /// Records that `ctx`'s request was refused and returns the refusal (or the
+    /// store's error, when the audit entry could not be written).
+    fn denied(&self, ctx: &Context, forbidden: Forbidden) -> Error {
+        let event = AuditEvent::Denied {
+            user: ctx.user(),
+            agent: ctx.agent(),
+        };
+        match self.store.append_audit(&event) {
+            Ok(_) => forbidden.into(),
+            Err(e) => e.into(),
+        }
     }
 }
 
@@ -133,7 +158,9 @@ impl<'m> Session<'m> {
     ) -> Result<T> {
         let graph = self.memory.graph();
         let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
-        let mut caller = Caller::new(&graph, &self.memory.system, ctx)?.with_scope(self.scope);
+        let mut caller = Caller::new(&graph, &self.memory.system, ctx)
+            .map_err(|forbidden| self.memory.denied(&ctx, forbidden))?
+            .with_scope(self.scope);
         if let Some(policies) = policies {
             caller = caller.with_write_policies(policies);
         }
@@ -382,7 +409,7 @@ impl<'m> Session<'m> {
     ) -> Result<LearnReport> {
         let graph = self.memory.graph();
         let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
-        graph.compile(&ctx)?;
+        self.memory.admitted(&graph, &ctx)?;
         let writer = Writer {
             graph: &graph,
             ctx,
@@ -391,6 +418,31 @@ impl<'m> Session<'m> {
             policies: Some(&self.memory.write_policies),
         };
         Ok(self.memory.engine()?.cards.learn(&writer, trajectories)?)
+    }
+
+    /// Whether this session may read fragment `id` now and, only if it may, why: the
+    /// read rule condition by condition. `None` when it may not, whatever the reason,
+    /// and when no such fragment exists: a session learns nothing of what it may not
+    /// read, not even that it exists (the administrator's
+    /// [`Admin::explain`](crate::Admin::explain) says why). *Forbidden* when the user
+    /// may not invoke the agent now, for any id. Every explanation is audited.
+    pub fn explain(&self, id: FragmentId) -> Result<Option<Explanation>> {
+        let graph = self.memory.graph();
+        let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
+        self.memory.admitted(&graph, &ctx)?;
+        self.memory.store.append_audit(&AuditEvent::Explain {
+            user: self.user,
+            agent: self.agent,
+            fragment: id,
+            admin: false,
+        })?;
+        let fragment = match self.memory.store.get(id) {
+            Ok(fragment) => fragment,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let explanation = graph.explain(&ctx, &fragment);
+        Ok(explanation.visible().then_some(explanation))
     }
 
     fn shown(&self, hits: Vec<Recalled>) -> Result<Vec<Recalled>> {

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+mod explain;
 mod import;
 
 /// What one run of the binary did.
@@ -770,16 +771,20 @@ fn explain_names_the_deciding_condition() {
         out.contains("is visible") && out.contains("every condition holds"),
         "{out}"
     );
-    let out = env.ok(&["explain", "--user", "alice", "--agent", "outsider", &id]);
+    let out = env.ok(&[
+        "explain", "--admin", "--user", "alice", "--agent", "outsider", &id,
+    ]);
     assert!(out.contains("the invoke condition decides"), "{out}");
     env.ok(&["grant", "invoke", "--user", "bob", "--agent", "helper"]);
     let value = env.json(&[
-        "explain", "--user", "bob", "--agent", "helper", "--json", &id,
+        "explain", "--admin", "--user", "bob", "--agent", "helper", "--json", &id,
     ]);
     assert_eq!(value["visible"], false);
     assert_eq!(value["deciding"], "scope", "{value}");
     env.fails(
-        &["explain", "--user", "alice", "--agent", "helper", "999999"],
+        &[
+            "explain", "--admin", "--user", "alice", "--agent", "helper", "999999",
+        ],
         4,
     );
     env.fails(
