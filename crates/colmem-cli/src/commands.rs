@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use colmem::{
     AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation, Forget,
-    Fragment, FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal, Recall,
-    RecallOptions, Recalled, ResourceId, Scope, TaskContext, Timestamp, Trajectory, TurnInput,
-    UserId, View, locomo,
+    Fragment, FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal,
+    PrivateFile, Recall, RecallOptions, Recalled, ResourceId, Scope, TaskContext, Timestamp,
+    Trajectory, TurnInput, UserId, View, locomo,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -87,18 +87,41 @@ fn open(cli: &Cli) -> Result<Memory> {
         }
         .into());
     }
-    Ok(Memory::open(&cli.dir, config(cli)?)?)
+    Ok(noted(Memory::open(&cli.dir, config(cli)?)?))
 }
 
 /// Opens the data directory for recalling beside other recalls (the audit of each
 /// read is written to the store; the index snapshot is left to writers).
 fn open_shared(cli: &Cli) -> Result<Memory> {
-    Ok(Memory::open_shared(&cli.dir, config(cli)?)?)
+    Ok(noted(Memory::open_shared(&cli.dir, config(cli)?)?))
 }
 
 /// Opens the data directory for reading, beside any writer.
 fn open_read_only(cli: &Cli) -> Result<Memory> {
-    Ok(Memory::open_read_only(&cli.dir, config(cli)?)?)
+    Ok(noted(Memory::open_read_only(&cli.dir, config(cli)?)?))
+}
+
+/// Says on standard error what opening made private (a directory an older colmem
+/// left open to others).
+fn noted(memory: Memory) -> Memory {
+    let tightened = memory.tightened();
+    if !tightened.is_empty() {
+        const SHOWN: usize = 5;
+        let mut names: Vec<String> = tightened
+            .iter()
+            .take(SHOWN)
+            .map(|p| p.display().to_string())
+            .collect();
+        if tightened.len() > SHOWN {
+            names.push(format!("and {} more", tightened.len() - SHOWN));
+        }
+        eprintln!(
+            "note: made {} path(s) others could read private to their owner (files 0600, directories 0700): {}",
+            tightened.len(),
+            names.join(", ")
+        );
+    }
+    memory
 }
 
 fn user(name: &str) -> Result<UserId> {
@@ -140,12 +163,15 @@ fn print_json(value: &serde_json::Value) -> Result<()> {
 
 fn init(cli: &Cli) -> Result<ExitCode> {
     let existed = Memory::exists(&cli.dir);
-    let memory = Memory::open(&cli.dir, config(cli)?)?;
+    let memory = noted(Memory::open(&cli.dir, config(cli)?)?);
     memory.flush()?;
     let config_path = cli.dir.join(CONFIG_FILE);
     if !config_path.exists() {
-        std::fs::write(&config_path, DEFAULT_CONFIG)
+        let file = PrivateFile::new(&config_path)?;
+        file.create()?
+            .write_all(DEFAULT_CONFIG.as_bytes())
             .map_err(|e| unavailable(format!("cannot write {}: {e}", config_path.display())))?;
+        file.publish()?;
     }
     if existed {
         say!("{} is already a colmem data directory", cli.dir.display());
@@ -1408,29 +1434,12 @@ fn print_explanation(id: FragmentId, explanation: &Explanation, as_json: bool) -
 
 fn export(cli: &Cli, output: Option<&Path>, vectors: bool) -> Result<ExitCode> {
     let memory = open_read_only(cli)?;
-    // A file is written beside its target and renamed onto it once complete: a failure
-    // part-way leaves no truncated export under the name, and nothing is overwritten.
-    let refuse_existing = |path: &Path| {
-        invalid(format!(
-            "{} exists; export never overwrites a file",
-            path.display()
-        ))
-    };
-    let file = match output {
-        Some(path) if path.exists() => return Err(refuse_existing(path)),
-        Some(path) => {
-            let dir = match path.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => dir,
-                _ => Path::new("."),
-            };
-            Some(tempfile::NamedTempFile::new_in(dir).map_err(|e| {
-                unavailable(format!("cannot create a file in {}: {e}", dir.display()))
-            })?)
-        }
-        None => None,
-    };
+    // A file is written beside its target and moved onto it once complete, private:
+    // a failure part-way leaves no truncated export under the name, and nothing is
+    // overwritten or written through a link.
+    let file = output.map(PrivateFile::new).transpose()?;
     let sink: Box<dyn Write> = match &file {
-        Some(file) => Box::new(file.as_file()),
+        Some(file) => Box::new(file.create()?),
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = BufWriter::new(sink);
@@ -1468,17 +1477,9 @@ fn export(cli: &Cli, output: Option<&Path>, vectors: bool) -> Result<ExitCode> {
         return Err(unavailable(format!("cannot write the export: {e:#}")));
     }
     drop(out);
-    if let (Some(file), Some(path)) = (file, output) {
-        file.as_file()
-            .sync_all()
-            .map_err(|e| unavailable(format!("cannot write the export: {e}")))?;
-        file.persist_noclobber(path).map_err(|e| {
-            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                refuse_existing(path)
-            } else {
-                unavailable(format!("cannot write {}: {}", path.display(), e.error))
-            }
-        })?;
+    if let Some(file) = file {
+        let path = file.dest().to_path_buf();
+        file.publish()?;
         eprintln!("exported {count} fragment(s) to {}", path.display());
     }
     Ok(ExitCode::SUCCESS)

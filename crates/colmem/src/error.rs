@@ -82,6 +82,25 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A new file's path is taken (by a file, a directory or a symbolic link).
+    #[error(
+        "{path} exists: colmem never overwrites a file nor writes through a symbolic link; choose a new path"
+    )]
+    Exists {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A file or directory of the data directory cannot be made its owner's only.
+    #[error(
+        "cannot make {path} private to its owner (files 0600, directories 0700): {source}; run colmem as the owner of the data directory, or take others' access away yourself (chmod -R go-rwx)"
+    )]
+    NotPrivate {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The read or write rule refused the request.
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
@@ -137,7 +156,10 @@ impl Error {
             | Error::NothingToForget(_) => ErrorKind::InvalidInput,
             Error::Locked { .. } => ErrorKind::Busy,
             Error::NotInitialised { .. } | Error::UnknownPrincipal { .. } => ErrorKind::NotFound,
-            Error::ReadOnly | Error::Shared | Error::Io { .. } => ErrorKind::Unavailable,
+            Error::Exists { .. } => ErrorKind::InvalidInput,
+            Error::ReadOnly | Error::Shared | Error::Io { .. } | Error::NotPrivate { .. } => {
+                ErrorKind::Unavailable
+            }
             Error::Forbidden(_) => ErrorKind::Forbidden,
             Error::Access(e) => e.kind(),
             Error::Store(e) => e.kind(),

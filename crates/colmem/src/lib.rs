@@ -24,6 +24,7 @@ mod config;
 mod error;
 mod lock;
 mod memory;
+mod private;
 mod session;
 mod upkeep;
 
@@ -35,6 +36,7 @@ pub use config::{
 pub use error::{Error, Result};
 pub use lock::LOCK_FILE;
 pub use memory::{Access, INDEX_DIR, Memory, STORE_FILE};
+pub use private::PrivateFile;
 pub use session::{Forget, Forgotten, Session, Shared};
 pub use upkeep::ReindexReport;
 

@@ -20,14 +20,23 @@ use colmem_llm::{
 };
 use colmem_store::{FragmentStore, Mode, SqliteStore, StoreConfig, Synchronous};
 
-use crate::config::{ClockConfig, Config, EmbedderConfig};
+use crate::config::{CONFIG_FILE, ClockConfig, Config, EmbedderConfig};
 use crate::error::{Error, Result};
-use crate::lock::DirLock;
+use crate::lock::{DirLock, LOCK_FILE};
+use crate::private;
 
 /// The store's file inside the data directory.
 pub const STORE_FILE: &str = "colmem.db";
 /// The index directory inside the data directory.
 pub const INDEX_DIR: &str = "index";
+
+/// The store's file and those SQLite keeps beside it.
+const STORE_FILES: [&str; 4] = [
+    STORE_FILE,
+    "colmem.db-wal",
+    "colmem.db-shm",
+    "colmem.db-journal",
+];
 
 /// How a memory was opened.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -139,6 +148,7 @@ pub struct Memory {
     /// `None` when opened read-only: audits, exports and backups build no model.
     engine: Option<Engine>,
     report: OpenReport,
+    tightened: Vec<PathBuf>,
     _lock: Option<DirLock>,
 }
 
@@ -154,13 +164,14 @@ impl Memory {
     /// after waiting up to `[store] lock_wait_ms`),
     /// opens `dir/colmem.db`, rebuilds the access graph from its event log, and
     /// opens the indexes in `dir/index/`, catching up from the store's change feed.
+    ///
+    /// Every open keeps the directory its owner's only: the directory and those in
+    /// it 0700, every file 0600, whatever the umask. What an older colmem left open
+    /// to others is made private ([`Memory::tightened`] lists it); a path whose mode
+    /// cannot be changed refuses the open ([`Error::NotPrivate`]).
     pub fn open(dir: impl AsRef<Path>, config: Config) -> Result<Memory> {
         let dir = dir.as_ref();
-        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-            what: "cannot create the data directory",
-            path: dir.to_path_buf(),
-            source,
-        })?;
+        private::create_dir(dir)?;
         let wait = Duration::from_millis(config.store.lock_wait_ms);
         let lock = DirLock::acquire(dir, false, wait)?;
         Memory::open_with(dir, config, Access::ReadWrite, Some(lock))
@@ -235,7 +246,15 @@ impl Memory {
             clock: clock.clone(),
             ..StoreConfig::default()
         };
+        // What an older colmem left open to others is closed before it is read.
+        let tightened = private::tighten(
+            dir,
+            &[&STORE_FILES[..], &[LOCK_FILE, CONFIG_FILE, INDEX_DIR]].concat(),
+        )?;
         let store = Arc::new(SqliteStore::open(dir.join(STORE_FILE), store_config)?);
+        // A store SQLite just made has the umask's mode, and its -wal and -shm that
+        // mode too; later ones take the file's.
+        private::tighten(dir, &STORE_FILES)?;
         let events = store.access_events()?;
         if let Some(logical) = &logical {
             // A logical clock never reads earlier than the history already recorded
@@ -259,6 +278,7 @@ impl Memory {
             Access::ReadWrite | Access::Shared => {
                 let persist = access == Access::ReadWrite;
                 let (engine, report) = Engine::open(dir, &config, &store, persist)?;
+                private::tighten(dir, &[INDEX_DIR])?;
                 (Some(engine), report)
             }
             // Sessions need a writable memory, so a read-only one never searches nor
@@ -285,6 +305,7 @@ impl Memory {
             access,
             engine,
             report,
+            tightened,
             _lock: lock,
         })
     }
@@ -334,6 +355,13 @@ impl Memory {
     /// because another embedder made them, which `reindex` fixes).
     pub fn open_report(&self) -> &OpenReport {
         &self.report
+    }
+
+    /// What opening found open to others (an older colmem's directory, files it
+    /// made under a lax umask) and made its owner's only: the paths whose modes
+    /// gave others any access.
+    pub fn tightened(&self) -> &[PathBuf] {
+        &self.tightened
     }
 
     /// Whether a principal is registered.
@@ -401,17 +429,24 @@ impl Memory {
     pub fn flush(&self) -> Result<()> {
         let engine = self.engine()?;
         engine.index.catch_up(self.store.as_ref())?;
-        engine.index.persist()?;
+        self.persist_index()?;
         self.store.checkpoint()?;
+        Ok(())
+    }
+
+    /// Writes the index snapshot and makes its new files private.
+    pub(crate) fn persist_index(&self) -> Result<()> {
+        self.engine()?.index.persist()?;
+        private::tighten(&self.dir, &[INDEX_DIR])?;
         Ok(())
     }
 }
 
 impl Drop for Memory {
     fn drop(&mut self) {
-        if let Some(engine) = &self.engine {
+        if self.engine.is_some() {
             // Best effort: a lost snapshot only costs a catch-up on the next open.
-            let _ = engine.index.persist();
+            let _ = self.persist_index();
         }
     }
 }

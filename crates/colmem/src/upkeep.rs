@@ -10,6 +10,7 @@ use colmem_store::BackupReport;
 
 use crate::error::Result;
 use crate::memory::Memory;
+use crate::private::PrivateFile;
 
 /// Changes read per batch when listing fragments from the feed.
 const FEED_BATCH: usize = 4096;
@@ -75,9 +76,14 @@ impl Memory {
 
     /// Copies the store into a new file `dest` through SQLite's backup API: one
     /// committed state, audit chain included. Indexes are not copied (they are
-    /// rebuilt from the store when the copy is opened).
+    /// rebuilt from the store when the copy is opened). The copy is a
+    /// [`PrivateFile`]: its owner's only (0600), and refused ([`Error::Exists`](crate::Error::Exists))
+    /// when anything is at `dest`, a symbolic link included.
     pub fn backup(&self, dest: &Path) -> Result<BackupReport> {
-        Ok(self.store.backup(dest)?)
+        let file = PrivateFile::new(dest)?;
+        let report = self.store.backup(file.staged())?;
+        file.publish()?;
+        Ok(report)
     }
 
     /// Recomputes, with the current embedder, the vectors of every live fragment
@@ -122,7 +128,7 @@ impl Memory {
             progress(done, total);
         }
         let catch_up = engine.index.catch_up(self.store.as_ref())?;
-        engine.index.persist()?;
+        self.persist_index()?;
         Ok(ReindexReport {
             embedder: current,
             examined: total,

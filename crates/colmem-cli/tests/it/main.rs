@@ -11,6 +11,8 @@ use serde_json::Value;
 
 mod explain;
 mod import;
+#[cfg(unix)]
+mod private_files;
 
 /// What one run of the binary did.
 #[derive(Debug)]
@@ -25,6 +27,8 @@ struct Env {
     _tmp: tempfile::TempDir,
     dir: PathBuf,
     vars: Vec<(String, String)>,
+    /// The umask commands run under (set by a shell), else the test process's.
+    umask: Option<&'static str>,
 }
 
 impl Env {
@@ -35,6 +39,7 @@ impl Env {
             _tmp: tmp,
             dir,
             vars: Vec::new(),
+            umask: None,
         }
     }
 
@@ -55,7 +60,17 @@ impl Env {
     }
 
     fn run_with(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_colmem"));
+        let mut command = match self.umask {
+            Some(umask) => {
+                let mut shell = Command::new("sh");
+                shell
+                    .arg("-c")
+                    .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_colmem"));
+                shell
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_colmem")),
+        };
         command
             .arg("--dir")
             .arg(&self.dir)
@@ -844,6 +859,7 @@ fn export_writes_every_fragment_as_json_lines_and_backup_copies_the_store() {
         _tmp: tempfile::tempdir().unwrap(),
         dir: copy,
         vars: Vec::new(),
+        umask: None,
     };
     assert!(restored.ok(&["audit", "verify"]).starts_with("intact"));
     assert!(

@@ -15,6 +15,8 @@ use colmem::{
 };
 
 mod explain;
+#[cfg(unix)]
+mod private;
 
 const START: &str = "2026-01-01T00:00:00Z";
 const MINUTE: i64 = 60_000;
