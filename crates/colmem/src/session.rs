@@ -131,6 +131,7 @@ impl<'m> Session<'m> {
         policies: Option<&WritePolicySet>,
         body: impl FnOnce(&Caller<'_>) -> Result<T>,
     ) -> Result<T> {
+        self.memory.erase_due()?;
         let graph = self.memory.graph();
         let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
         let mut caller = Caller::new(&graph, &self.memory.system, ctx)?.with_scope(self.scope);
@@ -143,7 +144,8 @@ impl<'m> Session<'m> {
     /// Remembers one interaction (a dialogue turn) through the AMA write path:
     /// raw turn, facts, an episode when one closes, profile entries, and updates of
     /// stale facts, each through the write rule and the write policy, built from
-    /// the turn's private part. They go to the agent's default scope (its crew,
+    /// the turn's private part. What the user's own instruction to forget deletes
+    /// has its text erased ([`Memory::erase`]). They go to the agent's default scope (its crew,
     /// when it is in one) unless the policy's shared part would change the turn or
     /// the open episode's turns: then they are kept in the agent's private scope
     /// (see `docs/config.md`).
@@ -159,13 +161,15 @@ impl<'m> Session<'m> {
         turn: &TurnInput,
         idempotency_key: Option<&str>,
     ) -> Result<Remembered> {
-        self.with_caller(|caller| {
+        let remembered = self.with_caller(|caller| {
             Ok(self
                 .memory
                 .engine()?
                 .pipeline
                 .remember_keyed(caller, turn, idempotency_key)?)
-        })
+        })?;
+        self.memory.erase(&remembered.deleted)?;
+        Ok(remembered)
     }
 
     /// Writes fragments the agent drafted itself (e.g. findings drawn from a
@@ -292,11 +296,15 @@ impl<'m> Session<'m> {
     }
 
     /// Deletes this session's fragments older than the configured retention
-    /// (`[pipeline] retention_ms`), past versions included; nothing without a
-    /// retention. Returns what was deleted, and what the delete rule kept because
+    /// (`[pipeline] retention_ms`), past versions included, and erases their text
+    /// ([`Memory::erase`]); nothing without a retention. Returns what was deleted, and what the delete rule kept because
     /// this session's agent may not write its scope.
     pub fn enforce_retention(&self) -> Result<Deletion> {
-        self.with_caller(|caller| Ok(self.memory.engine()?.pipeline.enforce_retention(caller)?))
+        let deletion = self.with_caller(|caller| {
+            Ok(self.memory.engine()?.pipeline.enforce_retention(caller)?)
+        })?;
+        self.memory.erase(&deletion.deleted)?;
+        Ok(deletion)
     }
 
     /// Recalls what this session may see about `query` (retrieval-only mode). A

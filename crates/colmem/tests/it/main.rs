@@ -14,6 +14,8 @@ use colmem::{
     Trajectory, TurnInput, UserId, Validity, View, parts,
 };
 
+mod erasure;
+
 const START: &str = "2026-01-01T00:00:00Z";
 const MINUTE: i64 = 60_000;
 
