@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use colmem::{
     AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation, Forget,
-    Fragment, FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal, Recall,
+    Fragment, FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal, PurgeTarget, Recall,
     RecallOptions, Recalled, ResourceId, Scope, TaskContext, Timestamp, Trajectory, TurnInput,
     UserId, View, locomo,
 };
@@ -64,6 +64,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Forget(args) => forget(&cli, args),
         Command::Retention(args) => retention(&cli, &args.party, args.json),
         Command::Explain(args) => explain(&cli, &args.party, &args.fragment, args.json),
+        Command::Purge(args) => purge(&cli, args),
         Command::Export(args) => export(&cli, args.output.as_deref(), args.vectors),
         Command::Backup(args) => backup(&cli, &args.dest),
     }
@@ -861,6 +862,9 @@ fn describe(event: &AuditEvent) -> (String, String) {
             "narrow".to_owned(),
             format!("to user scope: {}", ids(&mut fragments.iter().copied())),
         ),
+        AuditEvent::Erase { fragments } => {
+            ("erase".to_owned(), ids(&mut fragments.iter().copied()))
+        }
         other => ("other".to_owned(), format!("{other:?}")),
     }
 }
@@ -1287,6 +1291,49 @@ fn explain(cli: &Cli, party: &Party, fragment: &str, as_json: bool) -> Result<Ex
             let mark = if check.holds { "holds " } else { "FAILS " };
             say!("  {mark} {:<9} {}", check.condition.as_str(), check.detail);
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The administrator a purge from the command line is audited as: whoever may run
+/// the program on the data directory.
+const OPERATOR: &str = "operator";
+
+fn purge(cli: &Cli, args: &crate::PurgeArgs) -> Result<ExitCode> {
+    let target = &args.target;
+    let target = match (&target.user, &target.deleted_before) {
+        (Some(name), _) => PurgeTarget::User(user(name)?),
+        (None, Some(at)) => PurgeTarget::DeletedBefore(time(at)?),
+        (None, None) => PurgeTarget::Fragments(
+            target
+                .ids
+                .iter()
+                .map(|id| fragment_id(id))
+                .collect::<Result<_>>()?,
+        ),
+    };
+    // A dry run only reads: it runs beside a writer.
+    let memory = if args.dry_run {
+        open_read_only(cli)?
+    } else {
+        open(cli)?
+    };
+    let admin = memory.admin();
+    let ids = if args.dry_run {
+        admin.purgeable(&target)?
+    } else {
+        admin.purge(&target, OPERATOR)?
+    };
+    if args.json {
+        print_json(&json!({"dry_run": args.dry_run, "fragments": ids}))?;
+    } else {
+        let done = if args.dry_run {
+            "would purge"
+        } else {
+            "purged"
+        };
+        let listed: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        say!("{done} {} fragment(s): {}", ids.len(), listed.join(" "));
     }
     Ok(ExitCode::SUCCESS)
 }

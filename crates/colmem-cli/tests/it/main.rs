@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+mod erasure;
+
 /// What one run of the binary did.
 #[derive(Debug)]
 struct Output {
