@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use colmem::{
     AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation, Forget,
-    Fragment, FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal, PurgeTarget, Recall,
-    RecallOptions, Recalled, ResourceId, Scope, TaskContext, Timestamp, Trajectory, TurnInput,
-    UserId, View, locomo,
+    Fragment, FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal,
+    PurgeTarget, Recall, RecallOptions, Recalled, ResourceId, Scope, TaskContext, Timestamp,
+    Trajectory, TurnInput, UserId, View, locomo,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;

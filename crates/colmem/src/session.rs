@@ -144,11 +144,11 @@ impl<'m> Session<'m> {
     /// Remembers one interaction (a dialogue turn) through the AMA write path:
     /// raw turn, facts, an episode when one closes, profile entries, and updates of
     /// stale facts, each through the write rule and the write policy, built from
-    /// the turn's private part. What the user's own instruction to forget deletes
-    /// has its text erased ([`Memory::erase`]). They go to the agent's default scope (its crew,
+    /// the turn's private part. They go to the agent's default scope (its crew,
     /// when it is in one) unless the policy's shared part would change the turn or
     /// the open episode's turns: then they are kept in the agent's private scope
-    /// (see `docs/config.md`).
+    /// (see `docs/config.md`). What the user's own instruction to forget deletes has
+    /// its text erased ([`Memory::erase`]).
     pub fn remember(&self, turn: &TurnInput) -> Result<Remembered> {
         self.remember_keyed(turn, None)
     }
@@ -265,9 +265,10 @@ impl<'m> Session<'m> {
     /// memory (current fragments and past versions) that the session may delete;
     /// with `dry_run`, only lists it. A turn or an episode that also told other
     /// things than what a query names is redacted to the rest rather than deleted
-    /// whole. What the delete rule keeps is listed as refused.
+    /// whole (the original deleted). What the delete rule keeps is listed as refused.
+    /// What is deleted has its text erased ([`Memory::erase`]).
     pub fn forget(&self, what: &Forget, dry_run: bool) -> Result<Forgotten> {
-        self.with_caller(|caller| {
+        let forgotten = self.with_caller(|caller| {
             let engine = self.memory.engine()?;
             let pipeline = &engine.pipeline;
             let plan = match what {
@@ -292,13 +293,16 @@ impl<'m> Session<'m> {
                 deletion,
                 dry_run,
             })
-        })
+        })?;
+        self.memory.erase(&forgotten.deletion.deleted)?;
+        Ok(forgotten)
     }
 
     /// Deletes this session's fragments older than the configured retention
     /// (`[pipeline] retention_ms`), past versions included, and erases their text
-    /// ([`Memory::erase`]); nothing without a retention. Returns what was deleted, and what the delete rule kept because
-    /// this session's agent may not write its scope.
+    /// ([`Memory::erase`]); nothing without a retention. Returns what was deleted,
+    /// and what the delete rule kept because this session's agent may not write its
+    /// scope.
     pub fn enforce_retention(&self) -> Result<Deletion> {
         let deletion = self.with_caller(|caller| {
             Ok(self.memory.engine()?.pipeline.enforce_retention(caller)?)

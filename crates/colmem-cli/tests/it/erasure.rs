@@ -1,5 +1,5 @@
-//! Erasure that really erases: after a forget, a retention run and a purge, the
-//! words are in no file of the data directory (database, its log, index files), in
+//! Erasure that really erases: after a spoken forget, a retention run, `colmem
+//! forget` and a purge, the words are in no file of the data directory (database, its log, index files), in
 //! no backup made afterwards and in no export.
 
 use std::path::{Path, PathBuf};
@@ -123,6 +123,22 @@ fn forgotten_retained_and_purged_words_leave_every_file() {
         "marrowvale",
     );
 
+    // An explicit erasure.
+    env.alice_tells_helper("My cat is called Pellinore.");
+    let forgot = env.json(&[
+        "forget", "--user", "alice", "--agent", "helper", "--query", "my cat", "--json",
+    ]);
+    assert!(
+        !forgot["deleted"].as_array().unwrap().is_empty(),
+        "{forgot}"
+    );
+    check(
+        &env,
+        "erased",
+        &["quillfeather", "zorbulon", "fennimore", "pellinore"],
+        "marrowvale",
+    );
+
     // A purge, by the operator: bob's every fragment.
     env.ok(&[
         "remember",
@@ -145,7 +161,13 @@ fn forgotten_retained_and_purged_words_leave_every_file() {
     check(
         &env,
         "purged",
-        &["quillfeather", "zorbulon", "fennimore", "grimblewick"],
+        &[
+            "quillfeather",
+            "zorbulon",
+            "fennimore",
+            "pellinore",
+            "grimblewick",
+        ],
         "marrowvale",
     );
     let export = std::fs::read_to_string(env.path("purged.jsonl")).unwrap();
