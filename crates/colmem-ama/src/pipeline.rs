@@ -575,7 +575,10 @@ impl Pipeline {
             // not taken for a retry and lost.
             let asked = self.private_turn(caller, turn).map(|t| said(&t));
             for id in &written {
-                let Some(stored) = self.stored(*id)? else {
+                // A turn forgotten since (deleted, its text erased, or purged) cannot
+                // decide: comparing words with it would tell whether they were the
+                // forgotten ones.
+                let Some(stored) = self.stored(*id)?.filter(|f| f.deleted_at.is_none()) else {
                     continue;
                 };
                 if stored.granularity != Granularity::RawTurn {

@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result};
 use colmem::{
     AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation, Forget,
     Fragment, FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal,
-    PrivateFile, Recall, RecallOptions, Recalled, ResourceId, Scope, TaskContext, Timestamp,
-    Trajectory, TurnInput, UserId, View, locomo,
+    PrivateFile, PurgeTarget, Recall, RecallOptions, Recalled, ResourceId, Scope, TaskContext,
+    Timestamp, Trajectory, TurnInput, UserId, View, locomo,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -67,6 +67,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Forget(args) => forget(&cli, args),
         Command::Retention(args) => retention(&cli, &args.party, args.json),
         Command::Explain(args) => explain(&cli, args),
+        Command::Purge(args) => purge(&cli, args),
         Command::Export(args) => export(&cli, args.output.as_deref(), args.vectors),
         Command::Backup(args) => backup(&cli, &args.dest),
     }
@@ -906,6 +907,9 @@ fn describe(event: &AuditEvent) -> (String, String) {
                 if *admin { " (administrator)" } else { "" }
             ),
         ),
+        AuditEvent::Erase { fragments } => {
+            ("erase".to_owned(), ids(&mut fragments.iter().copied()))
+        }
         other => ("other".to_owned(), format!("{other:?}")),
     }
 }
@@ -1428,6 +1432,49 @@ fn print_explanation(id: FragmentId, explanation: &Explanation, as_json: bool) -
             let mark = if check.holds { "holds " } else { "FAILS " };
             say!("  {mark} {:<9} {}", check.condition.as_str(), check.detail);
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The administrator a purge from the command line is audited as: whoever may run
+/// the program on the data directory.
+const OPERATOR: &str = "operator";
+
+fn purge(cli: &Cli, args: &crate::PurgeArgs) -> Result<ExitCode> {
+    let target = &args.target;
+    let target = match (&target.user, &target.deleted_before) {
+        (Some(name), _) => PurgeTarget::User(user(name)?),
+        (None, Some(at)) => PurgeTarget::DeletedBefore(time(at)?),
+        (None, None) => PurgeTarget::Fragments(
+            target
+                .ids
+                .iter()
+                .map(|id| fragment_id(id))
+                .collect::<Result<_>>()?,
+        ),
+    };
+    // A dry run only reads: it runs beside a writer.
+    let memory = if args.dry_run {
+        open_read_only(cli)?
+    } else {
+        open(cli)?
+    };
+    let admin = memory.admin();
+    let ids = if args.dry_run {
+        admin.purgeable(&target)?
+    } else {
+        admin.purge(&target, OPERATOR)?
+    };
+    if args.json {
+        print_json(&json!({"dry_run": args.dry_run, "fragments": ids}))?;
+    } else {
+        let done = if args.dry_run {
+            "would purge"
+        } else {
+            "purged"
+        };
+        let listed: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        say!("{done} {} fragment(s): {}", ids.len(), listed.join(" "));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -65,6 +65,8 @@ pub enum Command {
     Retention(RetentionArgs),
     /// Say whether a user served by an agent may read a fragment now, and why only when they may; with --admin, the administrator's full explanation.
     Explain(ExplainArgs),
+    /// Remove fragments for good, as the administrator: by id, by user, or every fragment deleted before a time.
+    Purge(PurgeArgs),
     /// Write every stored fragment as JSON lines.
     Export(ExportArgs),
     /// Copy the store into a new file through SQLite's backup API.
@@ -462,6 +464,34 @@ pub struct ExplainArgs {
     pub json: bool,
     /// The fragment id.
     pub fragment: String,
+}
+
+/// `purge`
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    #[command(flatten)]
+    pub target: PurgeTargetArgs,
+    /// List what would be purged, and purge nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What a purge removes: one of these.
+#[derive(Debug, Args)]
+#[group(id = "target", required = true, multiple = false)]
+pub struct PurgeTargetArgs {
+    /// A fragment to purge, live or deleted (repeat for more).
+    #[arg(long = "id", value_name = "FRAGMENT")]
+    pub ids: Vec<String>,
+    /// Purge every fragment of this user, live or deleted.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Purge every fragment deleted before this time: RFC 3339, a date, or ms since the epoch.
+    #[arg(long)]
+    pub deleted_before: Option<String>,
 }
 
 /// `export`

@@ -143,6 +143,12 @@ pub enum AuditEvent {
         /// which tells only whether it may read the fragment (`false`).
         admin: bool,
     },
+    /// Deleted fragments whose text was erased (their text, key, keywords,
+    /// embedding and card): each stays as a tombstone of ids and times.
+    Erase {
+        /// The erased fragments.
+        fragments: Vec<FragmentId>,
+    },
 }
 
 /// One link of the audit chain: `hash = BLAKE3(prev ‖ seq ‖ at ‖ canonical JSON of event)`.

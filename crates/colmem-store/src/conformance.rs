@@ -30,8 +30,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use crate::{
-    AuditStatus, CardWrite, Delete, Error, FragmentStore, Interaction, ListQuery, Order, Purge,
-    ReadRecord, Supersede,
+    AuditStatus, CardWrite, Delete, Erase, Error, FragmentStore, Interaction, ListQuery, Order,
+    Purge, PurgeMany, ReadRecord, Supersede,
 };
 
 /// Makes a fresh, empty store with default limits whose record times come from the given clock.
@@ -45,7 +45,7 @@ type Check = fn(Factory<'_>) -> Result<(), Failure>;
 
 /// Runs every check of the suite against stores made by `make`; the first failure ends it.
 pub fn run(make: Factory<'_>) -> Result<(), Failure> {
-    let checks: [(&str, Check); 10] = [
+    let checks: [(&str, Check); 11] = [
         ("round trip", round_trip),
         ("idempotent writes", idempotent_writes),
         (
@@ -54,6 +54,7 @@ pub fn run(make: Factory<'_>) -> Result<(), Failure> {
         ),
         ("supersede and history", supersede_and_history),
         ("delete and purge", delete_and_purge),
+        ("erase and purge many", erase_and_purge_many),
         ("access event log", access_event_log),
         ("audit chain", audit_chain),
         (
@@ -857,6 +858,201 @@ fn delete_and_purge(make: Factory<'_>) -> Result<(), Failure> {
     let status = ok("verify the audit chain", store.verify_audit())?;
     ensure(matches!(status, AuditStatus::Intact { .. }), || {
         format!("the audit chain verifies after delete and purge, got {status:?}")
+    })
+}
+
+/// Erasure keeps a tombstone of ids and times and nothing a fragment said; a purge
+/// of several fragments is one all-or-nothing request.
+fn erase_and_purge_many(make: Factory<'_>) -> Result<(), Failure> {
+    let (clock, store) = fresh(make, 100);
+    let mut said = fact("erase my words", 100)?;
+    said.key = Some("conf-u0/words".into());
+    said.keywords = vec!["words".into()];
+    said.provenance.source = Source {
+        session: Some("s1".into()),
+        turns: vec!["D1:1".into()],
+        parents: Vec::new(),
+    };
+    said.embedding = Some(Embedding {
+        embedder: "conf-embedder".into(),
+        vector: vec![0.5; 4],
+    });
+    let said = write_one(&*store, "write a fragment to erase", said)?;
+    let live = write_one(&*store, "write a live fragment", fact("keep me", 100)?)?;
+    let card = ok(
+        "write a card to erase",
+        store.write_card(&CardWrite {
+            user: user(0)?,
+            agent: agent(0)?,
+            fragment: NewFragment {
+                granularity: Granularity::Card,
+                ..fact("a card to erase", 100)?
+            },
+            fields: card_fields("a card to erase", CardSign::Positive),
+            replaces: None,
+            idempotency_key: None,
+        }),
+    )?
+    .ids;
+    let [card] = card[..] else {
+        return Err(format!("one card written, got ids {card:?}"));
+    };
+    set_clock(&clock, 150)?;
+    for id in [said, card] {
+        ok(
+            "delete a fragment",
+            store.delete(&Delete {
+                user: user(0)?,
+                agent: agent(0)?,
+                fragment: id,
+            }),
+        )?;
+    }
+    let before = ok("get the fragment before erasure", store.get(said))?;
+    let audited = audit_len(&*store)?;
+    let err = refused(
+        "erase a live fragment with a deleted one",
+        store.erase(&Erase {
+            fragments: vec![said, live],
+        }),
+    )?;
+    ensure(matches!(err, Error::InvalidInput(_)), || {
+        format!("erasing a fragment not deleted is InvalidInput, got {err}")
+    })?;
+    eq(
+        "a refused erasure erases nothing",
+        ok("get the fragment", store.get(said))?,
+        before.clone(),
+    )?;
+
+    set_clock(&clock, 160)?;
+    let gone = FragmentId(9_999);
+    let erased = ok(
+        "erase deleted fragments (and an id that does not exist)",
+        store.erase(&Erase {
+            fragments: vec![said, gone, card, said],
+        }),
+    )?;
+    eq("the ids erased, each once", &erased, &vec![said, card])?;
+    let tomb = ok("get an erased fragment (its tombstone)", store.get(said))?;
+    eq("an erased fragment says nothing", tomb.content.as_str(), "")?;
+    eq("an erased fragment has no key", &tomb.key, &None)?;
+    eq("an erased fragment has no keywords", tomb.keywords.len(), 0)?;
+    eq(
+        "an erased fragment keeps its provenance",
+        &tomb.provenance,
+        &before.provenance,
+    )?;
+    eq(
+        "an erased fragment keeps its scope and times",
+        (tomb.scope, tomb.validity, tomb.deleted_at),
+        (before.scope, before.validity, Some(t(150))),
+    )?;
+    eq(
+        "an erased fragment has no embedding",
+        ok("read the embedding", store.embedding(said))?,
+        None,
+    )?;
+    let err = refused("read an erased card", store.card(card))?;
+    ensure(matches!(err, Error::NotFound { .. }), || {
+        format!("an erased card is NotFound, got {err}")
+    })?;
+    let loaded = ok("load erased fragments", store.load(&[said]))?;
+    ensure(
+        loaded.len() == 1 && loaded[0].embedding.is_none() && loaded[0].fragment.content.is_empty(),
+        || format!("the change feed loads the bare tombstone, got {loaded:?}"),
+    )?;
+    let changes = ok("read the change feed", store.changes_after(0, 100))?;
+    eq(
+        "each erasure ends the change feed with a Purge change",
+        changes
+            .iter()
+            .rev()
+            .take(2)
+            .map(|c| (c.fragment, c.op))
+            .collect::<Vec<_>>(),
+        vec![(card, ChangeOp::Purge), (said, ChangeOp::Purge)],
+    )?;
+    let entries = ok("read the audit log", store.audit_entries(0, 100))?;
+    eq(
+        "an erasure is audited once, by id",
+        entries
+            .iter()
+            .skip(audited)
+            .map(|e| &e.event)
+            .collect::<Vec<_>>(),
+        vec![&AuditEvent::Erase {
+            fragments: vec![said, card],
+        }],
+    )?;
+    let record = ok(
+        "who could see an erased fragment",
+        store.visibility_at(said, t(120)),
+    )?;
+    eq(
+        "an erased fragment's access metadata stays",
+        record.meta,
+        before.meta(),
+    )?;
+    let head_before = head(&*store)?;
+    eq(
+        "erasing again erases nothing",
+        ok(
+            "erase again",
+            store.erase(&Erase {
+                fragments: vec![said],
+            }),
+        )?,
+        Vec::<FragmentId>::new(),
+    )?;
+    eq(
+        "erasing again records no change",
+        head(&*store)?,
+        head_before,
+    )?;
+
+    let err = refused(
+        "purge an existing fragment with one that does not exist",
+        store.purge_many(&PurgeMany {
+            admin: "root".into(),
+            fragments: vec![live, gone],
+        }),
+    )?;
+    ensure(matches!(err, Error::NotFound { id } if id == gone), || {
+        format!("purging an unknown id is NotFound {{ id: {gone:?} }}, got {err}")
+    })?;
+    ok("a refused purge purged nothing", store.get(live))?;
+    let audited = audit_len(&*store)?;
+    ok(
+        "purge a live fragment and a tombstone",
+        store.purge_many(&PurgeMany {
+            admin: "root".into(),
+            fragments: vec![live, said],
+        }),
+    )?;
+    for id in [live, said] {
+        let err = refused("get a purged fragment", store.get(id))?;
+        ensure(matches!(err, Error::NotFound { .. }), || {
+            format!("a purged fragment is NotFound, got {err}")
+        })?;
+    }
+    eq(
+        "a purge of several is audited by id, one entry each",
+        ok("read the audit log", store.audit_entries(0, 100))?
+            .iter()
+            .skip(audited)
+            .map(|e| e.event.clone())
+            .collect::<Vec<_>>(),
+        [live, said]
+            .map(|fragment| AuditEvent::Purge {
+                admin: "root".into(),
+                fragment,
+            })
+            .to_vec(),
+    )?;
+    let status = ok("verify the audit chain", store.verify_audit())?;
+    ensure(matches!(status, AuditStatus::Intact { .. }), || {
+        format!("the audit chain verifies after erasure and purge, got {status:?}")
     })
 }
 

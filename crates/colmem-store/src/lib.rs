@@ -14,7 +14,7 @@
 //!
 //! # The audit log and its growth
 //!
-//! Every write, update, delete, purge, access event and (through
+//! Every write, update, delete, erasure, purge, access event and (through
 //! [`FragmentStore::record_reads`]) every read appends an entry chained by
 //! BLAKE3 hash to the one before it. Entries hold ids and digests, never text:
 //! a read entry is the reader and the returned ids (tens of bytes plus about
@@ -33,6 +33,7 @@ mod backup;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod erasure;
 mod error;
 mod read_sql;
 mod reembed;
@@ -46,6 +47,6 @@ pub use error::{Error, Result};
 pub use schema::SCHEMA_VERSION;
 pub use sqlite::{Mode, SqliteStore, StoreConfig, Synchronous};
 pub use store::{
-    CardRecord, CardWrite, Delete, FragmentStore, Interaction, ListQuery, Order, Purge, ReadRecord,
-    Supersede, SupersedeBy, VisibilityRecord, WriteReceipt,
+    CardRecord, CardWrite, Delete, Erase, FragmentStore, Interaction, ListQuery, Order, Purge,
+    PurgeMany, ReadRecord, Supersede, SupersedeBy, VisibilityRecord, WriteReceipt,
 };

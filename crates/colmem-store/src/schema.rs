@@ -275,6 +275,15 @@ const MIGRATIONS: &[&str] = &[
     WHERE EXISTS (SELECT 1 FROM narrowed);
     UPDATE changes SET stamp = random() WHERE EXISTS (SELECT 1 FROM narrowed);
     "#,
+    // 7: erasure. A deleted fragment's text (content, key, keywords, embedding,
+    // card) is erased some time after its deletion; `erased_at` says when, and the
+    // row stays as a tombstone of ids and times. The partial index holds only the
+    // deleted fragments still to erase, so finding those due reads no tombstone.
+    r#"
+    ALTER TABLE fragments ADD COLUMN erased_at INTEGER;
+    CREATE INDEX fragments_unerased ON fragments (deleted_at)
+        WHERE deleted_at IS NOT NULL AND erased_at IS NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -29,12 +29,13 @@ use crate::audit::{AuditStatus, ChainCheck};
 use crate::codec::{
     self, FRAGMENT_COLUMNS, FRAGMENT_FROM, fragment_from_row, fragment_id, id_param, json, ts,
 };
+use crate::erasure;
 use crate::error::{Error, Result};
 use crate::read_sql::{CountPlan, Sql, push_order_limit, push_where};
 use crate::schema::{self, SCHEMA_VERSION};
 use crate::store::{
-    CardRecord, CardWrite, Delete, FragmentStore, Interaction, ListQuery, Purge, ReadRecord,
-    Supersede, SupersedeBy, VisibilityRecord, WriteReceipt,
+    CardRecord, CardWrite, Delete, Erase, FragmentStore, Interaction, ListQuery, Purge, PurgeMany,
+    ReadRecord, Supersede, SupersedeBy, VisibilityRecord, WriteReceipt,
 };
 
 /// Whether a store may change its file.
@@ -284,6 +285,20 @@ impl SqliteStore {
         self.checkpoint_due.load(Ordering::SeqCst)
     }
 
+    /// After text was removed (secure_delete zeroed the freed space), moves the
+    /// pages into the file and empties the log, which still held the old text. The
+    /// removal is done once committed: readers that hold the checkpoint off past
+    /// the deadline leave it due (`purged_text_in_log`), not the removal failed.
+    fn flush_freed_space(&self) -> Result<()> {
+        match self.checkpoint() {
+            Err(Error::Busy { .. }) => {
+                self.checkpoint_due.store(true, Ordering::SeqCst);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
     /// One try at the checkpoint a purge left due, after a write.
     fn settle_purges(&self) {
         if self.checkpoint_due.load(Ordering::SeqCst) {
@@ -383,7 +398,7 @@ impl SqliteStore {
         })
     }
 
-    fn read<T>(&self, mut body: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(&self, mut body: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
         self.retry(|| match &self.location {
             Location::Memory => body(&lock(&self.writer)),
             Location::File(_) => {
@@ -1130,7 +1145,7 @@ fn audit_narrowed(conn: &mut Connection, at: Timestamp) -> Result<()> {
     Ok(())
 }
 
-fn record_change(tx: &Transaction<'_>, id: FragmentId, op: ChangeOp) -> Result<()> {
+pub(crate) fn record_change(tx: &Transaction<'_>, id: FragmentId, op: ChangeOp) -> Result<()> {
     tx.prepare_cached("INSERT INTO changes (fragment, op) VALUES (?1, ?2)")?
         .execute(params![id_param(id)?, op_str(op)])?;
     Ok(())
@@ -1156,7 +1171,11 @@ fn chain_point(conn: &Connection, table: &str) -> Result<(u64, Digest)> {
     }
 }
 
-fn append_audit_tx(tx: &Transaction<'_>, at: Timestamp, event: &AuditEvent) -> Result<AuditEntry> {
+pub(crate) fn append_audit_tx(
+    tx: &Transaction<'_>,
+    at: Timestamp,
+    event: &AuditEvent,
+) -> Result<AuditEntry> {
     let (seq, prev) = chain_point(tx, "audit_head")?;
     let entry = AuditEntry::chain(prev, seq + 1, at, event.clone());
     let seq = i64::try_from(entry.seq).map_err(|_| Error::corrupt("audit seq overflow"))?;
@@ -1199,9 +1218,9 @@ fn audit_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<AuditEntry
 }
 
 /// The state columns of one fragment: `(valid_from, valid_until, superseded_at, deleted_at)`.
-type FragmentState = (i64, Option<i64>, Option<i64>, Option<i64>);
+pub(crate) type FragmentState = (i64, Option<i64>, Option<i64>, Option<i64>);
 
-fn fragment_state(tx: &Transaction<'_>, id: FragmentId) -> Result<FragmentState> {
+pub(crate) fn fragment_state(tx: &Transaction<'_>, id: FragmentId) -> Result<FragmentState> {
     tx.prepare_cached(
         "SELECT valid_from, valid_until, superseded_at, deleted_at FROM fragments WHERE id = ?1",
     )?
@@ -1395,38 +1414,32 @@ impl FragmentStore for SqliteStore {
     }
 
     fn purge(&self, request: &Purge) -> Result<()> {
+        self.purge_many(&PurgeMany {
+            admin: request.admin.clone(),
+            fragments: vec![request.fragment],
+        })
+    }
+
+    fn purge_many(&self, request: &PurgeMany) -> Result<()> {
         if request.admin.is_empty() {
             return Err(Error::InvalidInput(
                 "a purge needs the administrator's name for the audit log".to_owned(),
             ));
         }
         self.check_len("admin name", request.admin.len())?;
-        self.write_tx(|tx, now| {
-            fragment_state(tx, request.fragment)?;
-            tx.prepare_cached("DELETE FROM fragments WHERE id = ?1")?
-                .execute([id_param(request.fragment)?])?;
-            record_change(tx, request.fragment, ChangeOp::Purge)?;
-            append_audit_tx(
-                tx,
-                now,
-                &AuditEvent::Purge {
-                    admin: request.admin.clone(),
-                    fragment: request.fragment,
-                },
-            )?;
-            Ok(())
-        })?;
-        // secure_delete zeroed the freed space; the checkpoint moves those pages
-        // into the file and empties the log, which still held the old text. The
-        // purge is done once committed: readers that hold the checkpoint off past
-        // the deadline leave it due (`purged_text_in_log`), not the purge failed.
-        match self.checkpoint() {
-            Err(Error::Busy { .. }) => {
-                self.checkpoint_due.store(true, Ordering::SeqCst);
-                Ok(())
-            }
-            other => other,
+        self.write_tx(|tx, now| erasure::purge_tx(tx, now, &request.admin, &request.fragments))?;
+        self.flush_freed_space()
+    }
+
+    fn erase(&self, request: &Erase) -> Result<Vec<FragmentId>> {
+        if request.fragments.is_empty() {
+            return Ok(Vec::new());
         }
+        let erased = self.write_tx(|tx, now| erasure::erase_tx(tx, now, &request.fragments))?;
+        if !erased.is_empty() {
+            self.flush_freed_space()?;
+        }
+        Ok(erased)
     }
 
     fn append_access_event(&self, event: &AccessEvent) -> Result<u64> {

@@ -101,6 +101,23 @@ pub struct Purge {
     pub fragment: FragmentId,
 }
 
+/// Forget several fragments entirely, in one transaction. The caller has checked
+/// that `admin` is an administrator.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct PurgeMany {
+    /// The administrator, as recorded in the audit log.
+    pub admin: String,
+    /// The fragments.
+    pub fragments: Vec<FragmentId>,
+}
+
+/// Erase the text of deleted fragments: each stays as a tombstone of ids and times.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Erase {
+    /// The fragments; each must be deleted.
+    pub fragments: Vec<FragmentId>,
+}
+
 /// One read to audit: who read, and the ids it returned.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ReadRecord {
@@ -216,6 +233,23 @@ pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
     /// a log (SQLite's checkpoint) and is held off by readers does so later rather
     /// than report the purge failed.
     fn purge(&self, request: &Purge) -> Result<()>;
+
+    /// As [`purge`](FragmentStore::purge) for each of `request.fragments`, in one
+    /// transaction: an id that does not exist refuses the whole request
+    /// ([`crate::Error::NotFound`]) and nothing is purged.
+    fn purge_many(&self, request: &PurgeMany) -> Result<()>;
+
+    /// Erases what a deleted fragment says — its text, key, keywords, embedding and
+    /// card — for each of `request.fragments` not erased yet, in one transaction. The
+    /// row stays as a tombstone: provenance (ids), scope, validity and record times,
+    /// so the audit chain's ids still resolve and "who could see" still answers; the
+    /// digest of the text stays in the audit's write entry. Each erased fragment gets
+    /// a `Purge` change, so indexes forget its text too, and the request one `Erase`
+    /// audit entry. Freed space is overwritten and the log flushed as by a purge.
+    /// A fragment not deleted refuses the whole request
+    /// ([`crate::Error::InvalidInput`]); ids gone (purged) or erased already are
+    /// skipped. Returns the ids erased now, in the order given.
+    fn erase(&self, request: &Erase) -> Result<Vec<FragmentId>>;
 
     /// Appends an access-graph event (and its audit entry) to the log, which keeps
     /// the order of recording, with the moment it is recorded; refuses one dated

@@ -1,6 +1,6 @@
 //! [`Admin`]: the administrator's handle — principals, grants and revocations,
-//! audit queries, the access matrix, "who could see this", and explanations of
-//! the read rule.
+//! audit queries, the access matrix, "who could see this", explanations of the
+//! read rule, and purges.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::RwLockWriteGuard;
@@ -10,7 +10,7 @@ use colmem_core::{
     AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Edge, FragmentId, LogicalClock,
     Principal, ResourceId, Timestamp, UserId, Validity,
 };
-use colmem_store::{AuditStatus, FragmentStore as _};
+use colmem_store::{AuditStatus, FragmentStore as _, PurgeMany};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -27,6 +27,18 @@ pub enum Granted {
     /// A granted edge already holds throughout the asked time, for this validity:
     /// nothing was recorded.
     AlreadyHeld(Validity),
+}
+
+/// Which fragments an administrator's purge removes.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum PurgeTarget {
+    /// These fragments, live or deleted; every one must exist.
+    Fragments(Vec<FragmentId>),
+    /// Every fragment of this user (its provenance's user), live or deleted.
+    User(UserId),
+    /// Every fragment deleted before this moment (erased tombstones included).
+    DeletedBefore(Timestamp),
 }
 
 /// The administrator's handle on a [`Memory`]; see [`Memory::admin`].
@@ -282,6 +294,45 @@ impl<'m> Admin<'m> {
             }
         }
         Ok(pairs.into_iter().collect())
+    }
+
+    /// The fragments a purge of `target` would remove, in id order, without removing
+    /// them (a dry run). An id that does not exist is not found; so is a user never
+    /// registered.
+    pub fn purgeable(&self, target: &PurgeTarget) -> Result<Vec<FragmentId>> {
+        let store = &self.memory.store;
+        Ok(match target {
+            PurgeTarget::Fragments(ids) => {
+                let ids: BTreeSet<FragmentId> = ids.iter().copied().collect();
+                for &id in &ids {
+                    store.get(id)?;
+                }
+                ids.into_iter().collect()
+            }
+            PurgeTarget::User(user) => {
+                self.memory.known(Some(*user), None)?;
+                store.fragments_of(*user)?
+            }
+            PurgeTarget::DeletedBefore(at) => store.deleted_before(*at)?,
+        })
+    }
+
+    /// Removes the fragments of `target` for good, in one transaction: text,
+    /// provenance, embedding, card, tombstone. What stays is the audit chain's ids
+    /// and digests, with one `Purge` entry per fragment naming `admin`. The indexes
+    /// forget them and the index snapshot is written without them; the store's file
+    /// and log keep nothing of them. Returns the ids purged, in id order.
+    pub fn purge(&self, target: &PurgeTarget, admin: &str) -> Result<Vec<FragmentId>> {
+        self.memory.writable()?;
+        let ids = self.purgeable(target)?;
+        if !ids.is_empty() {
+            self.memory.store.purge_many(&PurgeMany {
+                admin: admin.to_owned(),
+                fragments: ids.clone(),
+            })?;
+            self.memory.flush()?;
+        }
+        Ok(ids)
     }
 
     /// The administrator's explanation: the read rule for fragment `id` in context

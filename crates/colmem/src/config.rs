@@ -287,6 +287,10 @@ pub struct StoreSettings {
     pub max_value_bytes: usize,
     /// `true`: every commit survives a power cut (`synchronous=FULL`).
     pub durable_commits: bool,
+    /// How long a deleted fragment's text (content, key, keywords, embedding, card)
+    /// is kept after its deletion, in milliseconds, before it is erased; 0 (the
+    /// default) erases it at once. See [`Memory::erase`](crate::Memory::erase).
+    pub purge_deleted_after: u64,
 }
 
 impl Default for StoreSettings {
@@ -296,6 +300,7 @@ impl Default for StoreSettings {
             lock_wait_ms: 0,
             max_value_bytes: 64 * 1024,
             durable_commits: false,
+            purge_deleted_after: 0,
         }
     }
 }

@@ -9,8 +9,10 @@
 //!   (offline by default), and the access graph rebuilt from the store's event
 //!   log. The directory is locked against a second writer.
 //! - [`Memory::admin`] is the administrator's handle: principals, grants and
-//!   revocations, audit queries, the access matrix, "who could see this", and
-//!   explanations of the read rule.
+//!   revocations, audit queries, the access matrix, "who could see this",
+//!   explanations of the read rule, and purges.
+//! - [`Memory::erase`] erases the text of deleted fragments (at once, or after
+//!   `[store] purge_deleted_after`), keeping tombstones of ids and times.
 //! - [`Config`] is read from TOML with `COLMEM_…` environment overrides.
 //!
 //! Every read and write takes its time from the memory's clock (the system
@@ -28,7 +30,7 @@ mod private;
 mod session;
 mod upkeep;
 
-pub use admin::{AccessMatrix, Admin, Granted, MatrixCell};
+pub use admin::{AccessMatrix, Admin, Granted, MatrixCell, PurgeTarget};
 pub use config::{
     CONFIG_FILE, ClockConfig, Config, ENV_PREFIX, EmbedderConfig, IndexConfig, LocalEmbedderConfig,
     NOT_CONFIG_VARS, PolicyConfig, StoreSettings,

@@ -293,7 +293,7 @@ impl Memory {
                 },
             ),
         };
-        Ok(Memory {
+        let memory = Memory {
             dir: dir.to_path_buf(),
             config,
             clock,
@@ -307,7 +307,13 @@ impl Memory {
             report,
             tightened,
             _lock: lock,
-        })
+        };
+        if access != Access::ReadOnly {
+            // Deleted text whose time has come, or left by a run stopped between a
+            // deletion and its erasure.
+            memory.erase_due()?;
+        }
+        Ok(memory)
     }
 
     /// The data directory.

@@ -156,6 +156,7 @@ impl<'m> Session<'m> {
         policies: Option<&WritePolicySet>,
         body: impl FnOnce(&Caller<'_>) -> Result<T>,
     ) -> Result<T> {
+        self.memory.erase_due()?;
         let graph = self.memory.graph();
         let ctx = Context::new(self.user, self.agent, self.memory.clock.as_ref());
         let mut caller = Caller::new(&graph, &self.memory.system, ctx)
@@ -173,7 +174,8 @@ impl<'m> Session<'m> {
     /// the turn's private part. They go to the agent's default scope (its crew,
     /// when it is in one) unless the policy's shared part would change the turn or
     /// the open episode's turns: then they are kept in the agent's private scope
-    /// (see `docs/config.md`).
+    /// (see `docs/config.md`). What the user's own instruction to forget deletes has
+    /// its text erased ([`Memory::erase`]).
     pub fn remember(&self, turn: &TurnInput) -> Result<Remembered> {
         self.remember_keyed(turn, None)
     }
@@ -186,13 +188,15 @@ impl<'m> Session<'m> {
         turn: &TurnInput,
         idempotency_key: Option<&str>,
     ) -> Result<Remembered> {
-        self.with_caller(|caller| {
+        let remembered = self.with_caller(|caller| {
             Ok(self
                 .memory
                 .engine()?
                 .pipeline
                 .remember_keyed(caller, turn, idempotency_key)?)
-        })
+        })?;
+        self.memory.erase(&remembered.deleted)?;
+        Ok(remembered)
     }
 
     /// Writes fragments the agent drafted itself (e.g. findings drawn from a
@@ -288,9 +292,10 @@ impl<'m> Session<'m> {
     /// memory (current fragments and past versions) that the session may delete;
     /// with `dry_run`, only lists it. A turn or an episode that also told other
     /// things than what a query names is redacted to the rest rather than deleted
-    /// whole. What the delete rule keeps is listed as refused.
+    /// whole (the original deleted). What the delete rule keeps is listed as refused.
+    /// What is deleted has its text erased ([`Memory::erase`]).
     pub fn forget(&self, what: &Forget, dry_run: bool) -> Result<Forgotten> {
-        self.with_caller(|caller| {
+        let forgotten = self.with_caller(|caller| {
             let engine = self.memory.engine()?;
             let pipeline = &engine.pipeline;
             let plan = match what {
@@ -315,15 +320,22 @@ impl<'m> Session<'m> {
                 deletion,
                 dry_run,
             })
-        })
+        })?;
+        self.memory.erase(&forgotten.deletion.deleted)?;
+        Ok(forgotten)
     }
 
     /// Deletes this session's fragments older than the configured retention
-    /// (`[pipeline] retention_ms`), past versions included; nothing without a
-    /// retention. Returns what was deleted, and what the delete rule kept because
-    /// this session's agent may not write its scope.
+    /// (`[pipeline] retention_ms`), past versions included, and erases their text
+    /// ([`Memory::erase`]); nothing without a retention. Returns what was deleted,
+    /// and what the delete rule kept because this session's agent may not write its
+    /// scope.
     pub fn enforce_retention(&self) -> Result<Deletion> {
-        self.with_caller(|caller| Ok(self.memory.engine()?.pipeline.enforce_retention(caller)?))
+        let deletion = self.with_caller(|caller| {
+            Ok(self.memory.engine()?.pipeline.enforce_retention(caller)?)
+        })?;
+        self.memory.erase(&deletion.deleted)?;
+        Ok(deletion)
     }
 
     /// Recalls what this session may see about `query` (retrieval-only mode). A

@@ -1,19 +1,17 @@
 //! Upkeep of a data directory: walking every stored fragment (for export),
-//! consistent backups, and re-embedding after the embedder changed.
+//! erasing deleted text, consistent backups, and re-embedding after the embedder
+//! changed.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
-use colmem_core::{ChangeFeed as _, ChangeOp, Embedding, FragmentId, StoredFragment};
+use colmem_core::{ChangeFeed as _, Embedding, FragmentId, StoredFragment, Timestamp};
 use colmem_index::CatchUp;
-use colmem_store::BackupReport;
+use colmem_store::{BackupReport, Erase, FragmentStore as _};
 
 use crate::error::Result;
 use crate::memory::Memory;
 use crate::private::PrivateFile;
 
-/// Changes read per batch when listing fragments from the feed.
-const FEED_BATCH: usize = 4096;
 /// Fragments loaded (and embedded) per batch.
 const LOAD_BATCH: usize = 256;
 
@@ -35,30 +33,13 @@ impl Memory {
     /// The ids of every fragment the store holds (tombstones included, purged
     /// ones not), in id order.
     pub fn fragment_ids(&self) -> Result<Vec<FragmentId>> {
-        let mut ids = BTreeSet::new();
-        let mut after = 0;
-        loop {
-            let changes = self.store.changes_after(after, FEED_BATCH)?;
-            let Some(last) = changes.last() else {
-                break;
-            };
-            after = last.seq;
-            for change in changes {
-                match change.op {
-                    ChangeOp::Purge => {
-                        ids.remove(&change.fragment);
-                    }
-                    ChangeOp::Put | ChangeOp::Meta | ChangeOp::Delete => {
-                        ids.insert(change.fragment);
-                    }
-                }
-            }
-        }
-        Ok(ids.into_iter().collect())
+        Ok(self.store.fragment_ids()?)
     }
 
     /// Calls `visit` with every stored fragment and its embedding, in id order
-    /// (an administrator's export: no read filter applies).
+    /// (an administrator's export: no read filter applies). A deleted fragment comes
+    /// as a tombstone: its ids and times, without its text, key, keywords or
+    /// embedding, even while `[store] purge_deleted_after` keeps them.
     pub fn for_each_fragment(
         &self,
         mut visit: impl FnMut(StoredFragment) -> Result<()>,
@@ -66,12 +47,80 @@ impl Memory {
         let ids = self.fragment_ids()?;
         let mut count = 0;
         for chunk in ids.chunks(LOAD_BATCH) {
-            for stored in self.store.load(chunk)? {
+            for mut stored in self.store.load(chunk)? {
+                if stored.fragment.deleted_at.is_some() {
+                    stored.fragment.content.clear();
+                    stored.fragment.key = None;
+                    stored.fragment.keywords.clear();
+                    stored.embedding = None;
+                }
                 visit(stored)?;
                 count += 1;
             }
         }
         Ok(count)
+    }
+
+    /// Erases the text of fragments deleted at a user's request — a conversational
+    /// forget, a retention run, an explicit erasure — as `[store]
+    /// purge_deleted_after` says: at once when it is 0 (the default), else by the
+    /// upkeep pass once that long has passed since the deletion (on a later session
+    /// call, or when the directory is opened for writing). Either way it also erases
+    /// every deletion due by now. What an erased fragment said (its text, key,
+    /// keywords, embedding and card) leaves the store, its log and the index files;
+    /// a tombstone of ids and times stays (see `FragmentStore::erase`). Each of `ids`
+    /// must be deleted (else invalid input); ids purged meanwhile or erased already
+    /// are skipped. Returns the ids erased now.
+    pub fn erase(&self, ids: &[FragmentId]) -> Result<Vec<FragmentId>> {
+        self.writable()?;
+        let mut erased = if self.config.store.purge_deleted_after == 0 {
+            self.store.erase(&Erase {
+                fragments: ids.to_vec(),
+            })?
+        } else {
+            for &id in ids {
+                match self.store.get(id) {
+                    Ok(f) if f.deleted_at.is_none() => {
+                        return Err(colmem_store::Error::InvalidInput(format!(
+                            "fragment {id} is not deleted: only a deleted fragment's text is erased; delete it first"
+                        ))
+                        .into());
+                    }
+                    Ok(_) | Err(colmem_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Vec::new()
+        };
+        // None of them is due: they are erased already.
+        erased.extend(self.erasure_due()?);
+        if !erased.is_empty() {
+            self.flush()?;
+        }
+        Ok(erased)
+    }
+
+    /// The upkeep pass of [`Memory::erase`]: erases every deletion older than
+    /// `[store] purge_deleted_after` whose text is still kept, and writes the index
+    /// snapshot without it. Finds them through an index of those alone, so a pass
+    /// with nothing due costs one lookup.
+    pub(crate) fn erase_due(&self) -> Result<Vec<FragmentId>> {
+        let erased = self.erasure_due()?;
+        if !erased.is_empty() {
+            self.flush()?;
+        }
+        Ok(erased)
+    }
+
+    /// Erases the deletions due by now, without writing the index snapshot.
+    fn erasure_due(&self) -> Result<Vec<FragmentId>> {
+        let delay = i64::try_from(self.config.store.purge_deleted_after).unwrap_or(i64::MAX);
+        let by = Timestamp::from_millis(self.now().as_millis().saturating_sub(delay));
+        let due = self.store.erasure_due(by)?;
+        if due.is_empty() {
+            return Ok(due);
+        }
+        Ok(self.store.erase(&Erase { fragments: due })?)
     }
 
     /// Copies the store into a new file `dest` through SQLite's backup API: one

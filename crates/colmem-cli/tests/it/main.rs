@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+mod erasure;
 mod explain;
 mod import;
 #[cfg(unix)]

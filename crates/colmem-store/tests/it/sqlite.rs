@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use colmem_core::{AuditEvent, ErrorKind};
 use colmem_store::{
-    AuditProblem, AuditStatus, CardWrite, Error, FragmentStore, ListQuery, Purge, ReadRecord,
-    SCHEMA_VERSION, SqliteStore, StoreConfig,
+    AuditProblem, AuditStatus, CardWrite, Delete, Erase, Error, FragmentStore, ListQuery, Purge,
+    ReadRecord, SCHEMA_VERSION, SqliteStore, StoreConfig,
 };
 use rusqlite::Connection;
 
@@ -147,13 +147,14 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
             .unwrap()
             .ids[0]
     };
-    // Turn the file into a version-1 store: version 6 added the narrowed list,
-    // version 5 the change stamps,
-    // version 4 the secrets, version 3 the access classes, version 2 the cards tables.
+    // Turn the file into a version-1 store: version 7 added erasure, version 6 the
+    // narrowed list, version 5 the change stamps, version 4 the secrets, version 3
+    // the access classes, version 2 the cards tables.
     Connection::open(&path)
         .unwrap()
         .execute_batch(
-            "DROP TRIGGER fragments_count_update; \
+            "DROP INDEX fragments_unerased; ALTER TABLE fragments DROP COLUMN erased_at; \
+             DROP TRIGGER fragments_count_update; \
              DROP TRIGGER fragments_count_delete; DROP TRIGGER fragments_class_immutable; \
              DROP TRIGGER access_classes_immutable; DROP INDEX fragments_superseded; \
              DROP INDEX fragments_deleted; \
@@ -261,8 +262,22 @@ fn files_contain(dir: &std::path::Path, needle: &str) -> bool {
     })
 }
 
+/// How a check takes a fragment's text away: what it leaves of the fragment.
+enum Removal {
+    /// An administrator's purge: nothing.
+    Purge,
+    /// A deletion, then the erasure of its text: a tombstone of ids and times.
+    DeleteThenErase,
+}
+
 #[test]
-fn purge_removes_the_text_from_the_database_and_its_log() {
+fn purge_and_erasure_remove_the_text_from_the_database_and_its_log() {
+    for removal in [Removal::Purge, Removal::DeleteThenErase] {
+        text_leaves_the_database_and_its_log(removal);
+    }
+}
+
+fn text_leaves_the_database_and_its_log(removal: Removal) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
     let store = open(&path);
@@ -286,18 +301,39 @@ fn purge_removes_the_text_from_the_database_and_its_log() {
         .unwrap();
     assert!(
         files_contain(dir.path(), "zebra-violet-7781"),
-        "the search finds text before the purge"
+        "the search finds text before the removal"
     );
 
-    store
-        .purge(&Purge {
-            admin: "root".into(),
-            fragment: ids[1],
-        })
-        .unwrap();
+    match removal {
+        Removal::Purge => store
+            .purge(&Purge {
+                admin: "root".into(),
+                fragment: ids[1],
+            })
+            .unwrap(),
+        Removal::DeleteThenErase => {
+            store
+                .delete(&Delete {
+                    user: super::user(),
+                    agent: super::agent(),
+                    fragment: ids[1],
+                })
+                .unwrap();
+            assert!(
+                files_contain(dir.path(), "zebra-violet-7781"),
+                "a deletion alone keeps the text"
+            );
+            let erased = store
+                .erase(&Erase {
+                    fragments: vec![ids[1]],
+                })
+                .unwrap();
+            assert_eq!(erased, [ids[1]]);
+        }
+    }
     assert!(
         !files_contain(dir.path(), "zebra-violet-7781"),
-        "purged text is still on disk"
+        "removed text is still on disk"
     );
     assert!(
         files_contain(dir.path(), "kept-marmot-1234"),
@@ -306,15 +342,98 @@ fn purge_removes_the_text_from_the_database_and_its_log() {
     drop(store);
     assert!(!files_contain(dir.path(), "zebra-violet-7781"));
     let store = open(&path);
-    assert!(matches!(store.get(ids[1]), Err(Error::NotFound { .. })));
     assert_eq!(
         store.count(&everything(), &ListQuery::default()).unwrap(),
         3
     );
-    assert!(matches!(
-        store.audit_entries(0, 100).unwrap().last().unwrap().event,
-        AuditEvent::Purge { .. }
+    let last = store.audit_entries(0, 100).unwrap().pop().unwrap().event;
+    match removal {
+        Removal::Purge => {
+            assert!(matches!(store.get(ids[1]), Err(Error::NotFound { .. })));
+            assert!(matches!(last, AuditEvent::Purge { .. }), "{last:?}");
+        }
+        Removal::DeleteThenErase => {
+            let tomb = store.get(ids[1]).unwrap();
+            assert!(tomb.content.is_empty() && tomb.deleted_at.is_some());
+            assert!(matches!(last, AuditEvent::Erase { .. }), "{last:?}");
+        }
+    }
+}
+
+#[test]
+fn the_selections_of_purge_and_erasure() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = std::sync::Arc::new(colmem_core::LogicalClock::new(
+        colmem_core::Timestamp::from_millis(1000),
     ));
+    let store = SqliteStore::open(
+        dir.path().join("s.db"),
+        StoreConfig {
+            clock: clock.clone(),
+            ..StoreConfig::default()
+        },
+    )
+    .unwrap();
+    let ids = store
+        .write(&interaction(vec![
+            fact("a"),
+            fact("b"),
+            fact("c"),
+            fact("d"),
+        ]))
+        .unwrap()
+        .ids;
+    let mut other = fact("someone else's");
+    other.provenance.user = colmem_core::UserId::new("it-other").unwrap();
+    let theirs = store.write(&interaction(vec![other])).unwrap().ids[0];
+    let delete = |id| {
+        store
+            .delete(&Delete {
+                user: super::user(),
+                agent: super::agent(),
+                fragment: id,
+            })
+            .unwrap()
+    };
+    let start = colmem_core::Clock::now(clock.as_ref());
+    delete(ids[0]);
+    clock.advance(10);
+    delete(ids[1]);
+    clock.advance(10);
+    delete(theirs);
+    let at = |ms| colmem_core::Timestamp::from_millis(start.as_millis() + ms);
+
+    assert_eq!(
+        store.fragment_ids().unwrap(),
+        [&ids[..], &[theirs]].concat()
+    );
+    assert_eq!(store.fragments_of(super::user()).unwrap(), ids);
+    assert_eq!(store.deleted_before(at(10)).unwrap(), [ids[0]]);
+    assert_eq!(store.deleted_before(at(11)).unwrap(), [ids[0], ids[1]]);
+    assert_eq!(store.erasure_due(at(10)).unwrap(), [ids[0], ids[1]]);
+    store
+        .erase(&Erase {
+            fragments: vec![ids[1]],
+        })
+        .unwrap();
+    // An erased tombstone is held (and listed) until purged, but no longer due.
+    assert_eq!(store.erasure_due(at(20)).unwrap(), [ids[0], theirs]);
+    assert_eq!(
+        store.fragment_ids().unwrap(),
+        [&ids[..], &[theirs]].concat()
+    );
+    store
+        .purge(&Purge {
+            admin: "root".into(),
+            fragment: ids[0],
+        })
+        .unwrap();
+    assert_eq!(store.erasure_due(at(20)).unwrap(), [theirs]);
+    assert_eq!(store.deleted_before(at(30)).unwrap(), [ids[1], theirs]);
+    assert_eq!(
+        store.fragment_ids().unwrap(),
+        [ids[1], ids[2], ids[3], theirs]
+    );
 }
 
 #[test]
@@ -425,7 +544,10 @@ fn an_upgrade_narrows_a_users_conversation_to_the_user() {
     // As the older version left it: schema 5, nothing narrowed.
     Connection::open(&path)
         .unwrap()
-        .execute_batch("DROP TABLE narrowed; DELETE FROM schema_version WHERE version = 6;")
+        .execute_batch(
+            "DROP INDEX fragments_unerased; ALTER TABLE fragments DROP COLUMN erased_at; \
+             DROP TABLE narrowed; DELETE FROM schema_version WHERE version >= 6;",
+        )
         .unwrap();
     let store = open(&path);
     for id in &ids[..2] {

@@ -14,6 +14,7 @@ use colmem::{
     Trajectory, TurnInput, UserId, Validity, View, parts,
 };
 
+mod erasure;
 mod explain;
 #[cfg(unix)]
 mod private;
