@@ -141,6 +141,27 @@ mod tests {
         assert_eq!(for_kind(ErrorKind::Busy), BUSY);
     }
 
+    /// A full disk or page limit (`SQLITE_FULL`) and a write past the file-size limit
+    /// (`EFBIG`, which SQLite reports as `SQLITE_IOERR_WRITE`) are exit 8, whatever
+    /// layer and context they come through.
+    #[test]
+    fn a_full_disk_and_a_file_too_large_are_unavailable() {
+        use colmem::parts::{ama, store};
+        use rusqlite::ffi;
+        for code in [ffi::SQLITE_FULL, ffi::SQLITE_IOERR_WRITE] {
+            let failure =
+                || store::Error::from(rusqlite::Error::SqliteFailure(ffi::Error::new(code), None));
+            for error in [
+                colmem::Error::Store(failure()),
+                colmem::Error::Pipeline(ama::Error::Store(failure())),
+            ] {
+                let error =
+                    anyhow::Error::new(error).context("importing turn D1:2 of conversation x");
+                assert_eq!(for_error(&error), ExitCode::from(UNAVAILABLE), "{error:#}");
+            }
+        }
+    }
+
     #[test]
     fn a_message_names_each_cause_once() {
         let io = colmem::Error::Io {

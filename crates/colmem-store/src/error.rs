@@ -70,9 +70,24 @@ pub enum Error {
     /// The store was opened read-only, or the file cannot be written.
     #[error("the store is read-only: open it read-write to change it")]
     ReadOnly,
-    /// The disk (or the configured page limit) is full.
-    #[error("the database is full: free disk space or raise the store's max_pages")]
+    /// The disk (or the configured page limit) is full: SQLite's `SQLITE_FULL`, which
+    /// a write failing with `ENOSPC` or past `max_page_count` returns.
+    #[error(
+        "the database is full: free disk space, or raise the store's max_pages if it is set, then retry"
+    )]
     Full,
+    /// The operating system failed a read or write of the database files
+    /// (`SQLITE_IOERR`): a write past the file-size limit (`EFBIG`) or a disk quota,
+    /// a failing device. SQLite keeps no more than its own code for these.
+    #[error(
+        "cannot {op} the database files (sqlite i/o error {code}): a file may be past the file-size limit (ulimit -f) or a disk quota, or the disk is failing; free space or raise the limit, then retry"
+    )]
+    Io {
+        /// `read`, `write` or `use`, from SQLite's extended code.
+        op: &'static str,
+        /// SQLite's extended result code.
+        code: i32,
+    },
     /// The file is not a SQLite database.
     #[error("{path} is not a colmem store (not a SQLite database): check the path")]
     NotADatabase {
@@ -143,6 +158,7 @@ impl Error {
             Error::Busy { .. } => ErrorKind::Busy,
             Error::ReadOnly
             | Error::Full
+            | Error::Io { .. }
             | Error::CannotOpen { .. }
             | Error::SchemaTooNew { .. }
             | Error::SchemaTooOld { .. } => ErrorKind::Unavailable,
@@ -178,6 +194,16 @@ impl From<rusqlite::Error> for Error {
         match e.sqlite_error_code() {
             Some(C::ReadOnly) => Error::ReadOnly,
             Some(C::DiskFull) => Error::Full,
+            Some(C::SystemIoFailure) => {
+                let code = match &e {
+                    rusqlite::Error::SqliteFailure(failure, _) => failure.extended_code,
+                    _ => rusqlite::ffi::SQLITE_IOERR,
+                };
+                Error::Io {
+                    op: io_op(code),
+                    code,
+                }
+            }
             Some(C::DatabaseCorrupt) => Error::corrupt(e.to_string()),
             Some(C::NotADatabase) => Error::Corrupt {
                 detail: "file is not a database".to_owned(),
@@ -188,6 +214,20 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
+/// What SQLite was doing when the operating system failed it, by its extended code.
+fn io_op(code: i32) -> &'static str {
+    use rusqlite::ffi;
+    match code {
+        ffi::SQLITE_IOERR_READ | ffi::SQLITE_IOERR_SHORT_READ => "read",
+        ffi::SQLITE_IOERR_WRITE
+        | ffi::SQLITE_IOERR_FSYNC
+        | ffi::SQLITE_IOERR_DIR_FSYNC
+        | ffi::SQLITE_IOERR_TRUNCATE
+        | ffi::SQLITE_IOERR_SHMSIZE => "write",
+        _ => "use",
+    }
+}
+
 impl From<Error> for FeedError {
     fn from(e: Error) -> Self {
         FeedError {
@@ -195,5 +235,54 @@ impl From<Error> for FeedError {
             message: e.to_string(),
             source: Some(Box::new(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(extended_code: i32) -> Error {
+        Error::from(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(extended_code),
+            None,
+        ))
+    }
+
+    /// A full disk (`ENOSPC`) or page limit is `SQLITE_FULL`; a write past the file-size
+    /// limit (`EFBIG`) is `SQLITE_IOERR_WRITE`: both leave the store as it was and are
+    /// unavailable, not a bug.
+    #[test]
+    fn a_full_disk_and_a_file_too_large_are_unavailable() {
+        use rusqlite::ffi;
+        let full = sqlite(ffi::SQLITE_FULL);
+        assert!(matches!(full, Error::Full), "{full}");
+        let too_large = sqlite(ffi::SQLITE_IOERR_WRITE);
+        assert!(
+            matches!(
+                too_large,
+                Error::Io {
+                    op: "write",
+                    code: 778
+                }
+            ),
+            "{too_large}"
+        );
+        assert!(too_large.to_string().contains("ulimit -f"), "{too_large}");
+        for (code, op) in [
+            (ffi::SQLITE_IOERR_SHMSIZE, "write"),
+            (ffi::SQLITE_IOERR_FSYNC, "write"),
+            (ffi::SQLITE_IOERR_SHORT_READ, "read"),
+            (ffi::SQLITE_IOERR_LOCK, "use"),
+        ] {
+            let e = sqlite(code);
+            assert!(
+                matches!(&e, Error::Io { op: o, .. } if *o == op),
+                "{code}: {e}"
+            );
+            assert_eq!(e.kind(), ErrorKind::Unavailable);
+        }
+        assert_eq!(full.kind(), ErrorKind::Unavailable);
+        assert_eq!(sqlite(ffi::SQLITE_MISMATCH).kind(), ErrorKind::Internal);
     }
 }
