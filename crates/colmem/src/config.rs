@@ -285,6 +285,9 @@ pub struct StoreSettings {
     pub lock_wait_ms: u64,
     /// The largest text value, in bytes.
     pub max_value_bytes: usize,
+    /// A cap on the database's size in pages (SQLite's `max_page_count`, pages of
+    /// 8 KiB): past it a write fails as on a full disk and changes nothing; 0: no cap.
+    pub max_pages: u64,
     /// `true`: every commit survives a power cut (`synchronous=FULL`).
     pub durable_commits: bool,
     /// How long a deleted fragment's text (content, key, keywords, embedding, card)
@@ -299,6 +302,7 @@ impl Default for StoreSettings {
             busy_deadline_ms: 10_000,
             lock_wait_ms: 0,
             max_value_bytes: 64 * 1024,
+            max_pages: 0,
             durable_commits: false,
             purge_deleted_after: 0,
         }

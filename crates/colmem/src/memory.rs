@@ -234,6 +234,7 @@ impl Memory {
         let store_config = StoreConfig {
             max_value_bytes: config.store.max_value_bytes,
             busy_deadline: Duration::from_millis(config.store.busy_deadline_ms),
+            max_pages: (config.store.max_pages > 0).then_some(config.store.max_pages),
             mode: match access {
                 Access::ReadWrite | Access::Shared => Mode::ReadWrite,
                 Access::ReadOnly => Mode::ReadOnly,
