@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+#[cfg(target_os = "linux")]
+mod crash;
 mod erasure;
 mod explain;
 mod import;
