@@ -2,7 +2,10 @@
 //! commit; the parent kills it with SIGKILL at random moments and checks the file.
 //!
 //! The child is this same test binary, re-run on the `crash_child_writer` test
-//! with an environment variable that tells it where to write.
+//! with an environment variable that tells it where to write. It is stopped
+//! (SIGSTOP) just before the kill, and the kill counted as inside a transaction when
+//! it holds SQLite's WAL write lock then (byte 120 of the `-shm` file, from
+//! `BEGIN IMMEDIATE` to the end of the commit, as `/proc/locks` lists it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
@@ -14,7 +17,7 @@ use super::{everything, fact, interaction, with_embedding};
 
 const CHILD_PATH: &str = "COLMEM_STORE_CRASH_CHILD";
 const CHILD_START: &str = "COLMEM_STORE_CRASH_START";
-const KILLS: usize = 24;
+const KILLS: usize = 100;
 
 /// How many fragments interaction `i` has: never the same for neighbours, so a
 /// torn interaction would show.
@@ -52,6 +55,34 @@ fn crash_child_writer() {
     }
 }
 
+/// Whether process `pid` holds SQLite's WAL write lock on `shm` (not for a
+/// checkpoint, which also holds byte 121).
+fn in_transaction(pid: u32, shm: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(inode) = std::fs::metadata(shm).map(|m| m.ino().to_string()) else {
+        return false;
+    };
+    let locks = std::fs::read_to_string("/proc/locks").unwrap();
+    let held: BTreeSet<&str> = locks
+        .lines()
+        .filter(|l| !l.contains("->"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        // "1: POSIX  ADVISORY  WRITE 4242 fe:00:123456 120 120"
+        .filter(|f| f.len() >= 8 && f[1] == "POSIX" && f[3] == "WRITE")
+        .filter(|f| f[4] == pid.to_string() && f[5].rsplit(':').next() == Some(&inode))
+        .map(|f| f[6])
+        .collect();
+    held.contains("120") && !held.contains("121")
+}
+
+#[allow(unsafe_code)]
+fn stop(child: &std::process::Child) {
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: `kill` has no memory effects; the child is not yet reaped, so its pid
+    // still names it.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+}
+
 struct Rng(u64);
 
 impl Rng {
@@ -76,6 +107,8 @@ fn killed_writers_leave_every_reported_write_and_no_torn_one() {
     let mut rng = Rng(seed);
     let mut reported = BTreeSet::new();
     let mut next = 0u64;
+    let shm = dir.path().join("crash.db-shm");
+    let mut inside = 0;
     for kill in 0..KILLS {
         let mut child = Command::new(&exe)
             .args([
@@ -105,6 +138,8 @@ fn killed_writers_leave_every_reported_write_and_no_torn_one() {
                 seen += 1;
             }
         }
+        stop(&child);
+        inside += usize::from(in_transaction(child.id(), &shm));
         child.kill().unwrap();
         child.wait().unwrap();
 
@@ -148,4 +183,7 @@ fn killed_writers_leave_every_reported_write_and_no_torn_one() {
         next = stored.len() as u64;
     }
     assert!(reported.len() >= KILLS);
+    eprintln!(
+        "store crash test (seed {seed}): {KILLS} SIGKILLs, {inside} inside a write transaction"
+    );
 }
