@@ -45,12 +45,10 @@ fn env_in_memory() -> Env {
     let tmp = tempfile::tempdir_in(shm)
         .or_else(|_| tempfile::tempdir())
         .unwrap();
-    let dir = tmp.path().join("data");
-    Env {
-        _tmp: tmp,
-        dir,
-        vars: Vec::new(),
-    }
+    let mut env = Env::new();
+    env.dir = tmp.path().join("data");
+    env._tmp = tmp;
+    env
 }
 
 /// The binary on `env`'s directory, as `Env::run_with` starts it.
