@@ -16,23 +16,32 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::exit::{self, invalid, unavailable};
+use crate::output::{self, Shown};
 use crate::table::Table;
 use crate::{
     AuditCommand, CardsCommand, Cli, Command, GrantCommand, GroupKindArg, ImportCommand,
     MemberEdge, Party, PrincipalCommand, PrincipalKind, RevokeCommand, ViewArgs,
 };
 
-/// `println!` through [`exit::out`]: a closed pipe ends the command, quietly.
+/// `println!` through [`output::text`]: unsafe characters shown escaped; a closed
+/// pipe ends the command, quietly.
 macro_rules! say {
     ($($arg:tt)*) => {
-        exit::out(format_args!("{}\n", format_args!($($arg)*)))?
+        output::text(format_args!("{}\n", format_args!($($arg)*)))?
     };
 }
 
-/// `print!` through [`exit::out`].
+/// `print!` through [`output::text`].
 macro_rules! say_raw {
     ($($arg:tt)*) => {
-        exit::out(format_args!($($arg)*))?
+        output::text(format_args!($($arg)*))?
+    };
+}
+
+/// `eprintln!` through [`output::note`]: unsafe characters shown escaped.
+macro_rules! note {
+    ($($arg:tt)*) => {
+        output::note(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 
@@ -116,7 +125,7 @@ fn noted(memory: Memory) -> Memory {
         if tightened.len() > SHOWN {
             names.push(format!("and {} more", tightened.len() - SHOWN));
         }
-        eprintln!(
+        note!(
             "note: made {} path(s) others could read private to their owner (files 0600, directories 0700): {}",
             tightened.len(),
             names.join(", ")
@@ -158,8 +167,7 @@ fn session<'m>(memory: &'m Memory, party: &Party) -> Result<colmem::Session<'m>>
 }
 
 fn print_json(value: &serde_json::Value) -> Result<()> {
-    say!("{}", serde_json::to_string(value)?);
-    Ok(())
+    output::json(value)
 }
 
 fn init(cli: &Cli) -> Result<ExitCode> {
@@ -597,7 +605,7 @@ fn answer(cli: &Cli, args: &crate::RecallArgs) -> Result<ExitCode> {
             say_raw!("{}", hits_table(&answered.recall.hits));
         }
     } else {
-        say!("{}", answer.text);
+        say!("{}", Shown(&answer.text));
         let drawn: Vec<String> = answer.evidence.iter().map(ToString::to_string).collect();
         say!("\ndrawn from: {}", drawn.join(" "));
         say!("evidence read:");
@@ -719,7 +727,7 @@ fn compose_cards(cli: &Cli, args: &crate::ComposeArgs) -> Result<ExitCode> {
         }
     } else {
         say!("{}", composition.text.trim_end());
-        eprintln!(
+        note!(
             "{} card(s), {} of {} tokens",
             composition.cards.len(),
             composition.report.tokens_used,
@@ -922,7 +930,7 @@ fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
             let entries: Vec<AuditEntry> = admin.audit_tail(*n)?;
             if *json {
                 for entry in &entries {
-                    say!("{}", serde_json::to_string(entry)?);
+                    output::json(&serde_json::to_value(entry)?)?;
                 }
             } else {
                 let mut table = Table::new(&["SEQ", "AT", "EVENT", "DETAIL"]);
@@ -1527,7 +1535,7 @@ fn export(cli: &Cli, output: Option<&Path>, vectors: bool) -> Result<ExitCode> {
     if let Some(file) = file {
         let path = file.dest().to_path_buf();
         file.publish()?;
-        eprintln!("exported {count} fragment(s) to {}", path.display());
+        note!("exported {count} fragment(s) to {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

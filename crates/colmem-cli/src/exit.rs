@@ -91,15 +91,6 @@ pub fn invalid(message: impl Into<String>) -> anyhow::Error {
     })
 }
 
-/// Writes to standard output. A closed pipe (`colmem audit tail | head -1`) is an
-/// error that [`closed_pipe`] recognises, so the command ends quietly where `print!`
-/// would panic.
-pub fn out(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_fmt(args)
-}
-
 /// Whether `error` is a write to a reader that went away: not a failure of the command.
 pub fn closed_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {

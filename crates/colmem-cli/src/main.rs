@@ -1,8 +1,14 @@
 //! The `colmem` command-line program: a thin layer of commands over the `colmem`
 //! facade. `docs/cli.md` documents every command and the exit codes.
+//!
+//! The program is a library (its clap tree is [`Cli`], walked by tests through
+//! `clap::CommandFactory`) whose [`main`] the `colmem` binary calls. It prints
+//! only through [`output`]: no `print!`, so no stored text reaches a terminal unescaped.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod commands;
 mod exit;
+pub mod output;
 mod table;
 
 use std::path::PathBuf;
@@ -512,19 +518,24 @@ pub struct BackupArgs {
     pub dest: PathBuf,
 }
 
-fn main() -> ExitCode {
-    match run() {
+/// The program: parses the command line, runs the command, and says how it went.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return output::usage(&error),
+    };
+    match run(cli) {
         Ok(code) => code,
         // The reader of standard output went away (`| head`): nothing failed.
         Err(error) if exit::closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {}", exit::message(&error));
+            output::note(format_args!("error: {}\n", exit::message(&error)));
             exit::for_error(&error)
         }
     }
 }
 
-/// Parses the command line and runs the command; the exit code says how it went.
-fn run() -> anyhow::Result<ExitCode> {
-    commands::dispatch(Cli::parse())
+/// Runs the command; the exit code says how it went.
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    commands::dispatch(cli)
 }

@@ -16,6 +16,7 @@ mod explain;
 mod import;
 #[cfg(unix)]
 mod private_files;
+mod safe_output;
 
 /// What one run of the binary did.
 #[derive(Debug)]
@@ -176,7 +177,7 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
         Some(&lines),
     );
     assert_eq!(out.code, 0, "{out:?}");
-    // `export` writes through its own buffer, the other commands through `exit::out`;
+    // `export` writes through its own buffer, the other commands through `output::text`;
     // both end in `exit::closed_pipe`.
     assert!(
         env.ok(&["export"]).len() > 1 << 16,
