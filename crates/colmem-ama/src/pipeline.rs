@@ -118,6 +118,10 @@ pub struct PipelineConfig {
     /// configuration giving one is refused, and so is a retention run with one set in code.
     #[serde(deserialize_with = "retention")]
     pub retention_ms: Option<i64>,
+    /// The longest turn, in bytes of its text, that is remembered: the facade
+    /// (`colmem::Session::remember`) refuses a longer one before any work, so no single
+    /// input holds the writer for long. Default 256 KiB.
+    pub max_turn_bytes: usize,
     /// How many neighbouring turns on each side a related-turn round adds.
     pub neighbours: u32,
     /// Weight of the judge's relevance against the fused rank score when rounds merge.
@@ -213,6 +217,7 @@ impl Default for PipelineConfig {
             rounds: 2,
             store: Stored::default(),
             retention_ms: None,
+            max_turn_bytes: 256 * 1024,
             neighbours: 1,
             relevance_weight: 0.02,
             exclusive_routing: false,

@@ -348,15 +348,13 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| args.party.user.clone());
     // Every line fits, or none is written.
-    let limit = memory.config().store.max_value_bytes;
-    if let Some((i, len)) = texts
+    if let Some((i, why)) = texts
         .iter()
-        .map(|text| stored_len(&speaker, text))
         .enumerate()
-        .find(|(_, len)| *len > limit)
+        .find_map(|(i, text)| Some((i, too_long(memory.config(), &speaker, text)?)))
     {
         return Err(invalid(format!(
-            "turn {} of {} is {len} bytes as stored, over the limit of {limit}: nothing was remembered; split it or raise [store] max_value_bytes",
+            "turn {} of {} is {why}: nothing was remembered; split it or raise the limit",
             i + 1,
             texts.len(),
         )));
@@ -479,6 +477,31 @@ fn remember(cli: &Cli, args: &crate::RememberArgs) -> Result<ExitCode> {
 /// The bytes of a turn as the store keeps it: "speaker: words".
 fn stored_len(speaker: &str, text: &str) -> usize {
     speaker.len() + ": ".len() + text.len()
+}
+
+/// Why a turn is too long to remember, if it is: over `[pipeline] max_turn_bytes`
+/// (its words) or `[store] max_value_bytes` (the turn as stored), the smaller limit
+/// named first.
+fn too_long(config: &Config, speaker: &str, text: &str) -> Option<String> {
+    let mut limits = [
+        (
+            text.len(),
+            config.pipeline.max_turn_bytes,
+            "[pipeline] max_turn_bytes",
+            "",
+        ),
+        (
+            stored_len(speaker, text),
+            config.store.max_value_bytes,
+            "[store] max_value_bytes",
+            " as stored",
+        ),
+    ];
+    limits.sort_by_key(|&(_, limit, ..)| limit);
+    limits
+        .iter()
+        .find(|(len, limit, ..)| len > limit)
+        .map(|(len, limit, key, how)| format!("{len} bytes{how}, over {key} = {limit}"))
 }
 
 fn view(args: &ViewArgs) -> Result<View> {
@@ -1154,15 +1177,13 @@ fn import_locomo(
     let assistant = agent(agent_name)?;
     let memory = open(cli)?;
     // All that can be refused is refused before anything is written: a sample id
-    // that names no user, a turn over the value limit.
-    let limit = memory.config().store.max_value_bytes;
+    // that names no user, a turn over the turn or value limit.
     for conversation in &conversations {
         user(&user_name(&conversation.sample_id)?)?;
         for (_, turn) in conversation.dialogue.turns() {
-            let len = stored_len(&turn.speaker, &turn.full_text());
-            if len > limit {
+            if let Some(why) = too_long(memory.config(), &turn.speaker, &turn.full_text()) {
                 return Err(invalid(format!(
-                    "turn {} of conversation {} is {len} bytes as stored, over the limit of {limit}: nothing was imported; raise [store] max_value_bytes",
+                    "turn {} of conversation {} is {why}: nothing was imported; raise the limit",
                     turn.id, conversation.sample_id
                 )));
             }

@@ -31,6 +31,16 @@ pub enum Error {
     /// The configuration asks for something this build or machine cannot do.
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
+    /// A turn longer than `[pipeline] max_turn_bytes`, refused before any work.
+    #[error(
+        "a turn of {bytes} bytes is over the limit of {limit} ([pipeline] max_turn_bytes): nothing was remembered; split it, or raise the limit"
+    )]
+    TurnTooLong {
+        /// The bytes of the turn's text.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// Another process holds the data directory open for writing.
     #[error(
         "the data directory {dir} is in use by another colmem process{holder}: wait for it to finish or stop it, then retry (the lock is {dir}/lock)"
@@ -153,7 +163,8 @@ impl Error {
             Error::ConfigFile { .. }
             | Error::ConfigEnv { .. }
             | Error::InvalidConfig(_)
-            | Error::NothingToForget(_) => ErrorKind::InvalidInput,
+            | Error::NothingToForget(_)
+            | Error::TurnTooLong { .. } => ErrorKind::InvalidInput,
             Error::Locked { .. } => ErrorKind::Busy,
             Error::NotInitialised { .. } | Error::UnknownPrincipal { .. } => ErrorKind::NotFound,
             Error::Exists { .. } => ErrorKind::InvalidInput,

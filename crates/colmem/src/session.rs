@@ -182,12 +182,21 @@ impl<'m> Session<'m> {
 
     /// [`Session::remember`], safe to retry: once a call with `idempotency_key`
     /// has finished, a call with the same key (for this user) writes nothing and
-    /// returns what the first wrote, with `replayed` set.
+    /// returns what the first wrote, with `replayed` set. A turn longer than
+    /// `[pipeline] max_turn_bytes` is refused before any work
+    /// ([`Error::TurnTooLong`](crate::Error::TurnTooLong)).
     pub fn remember_keyed(
         &self,
         turn: &TurnInput,
         idempotency_key: Option<&str>,
     ) -> Result<Remembered> {
+        let limit = self.memory.config().pipeline.max_turn_bytes;
+        if turn.text.len() > limit {
+            return Err(crate::Error::TurnTooLong {
+                bytes: turn.text.len(),
+                limit,
+            });
+        }
         let remembered = self.with_caller(|caller| {
             Ok(self
                 .memory

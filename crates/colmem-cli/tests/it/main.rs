@@ -14,6 +14,7 @@ mod crash;
 mod erasure;
 mod explain;
 mod import;
+mod limits;
 #[cfg(unix)]
 mod private_files;
 mod safe_output;

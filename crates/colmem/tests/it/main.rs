@@ -14,6 +14,7 @@ use colmem::{
     Trajectory, TurnInput, UserId, Validity, View, parts,
 };
 
+mod bounded_input;
 mod erasure;
 mod explain;
 #[cfg(unix)]
