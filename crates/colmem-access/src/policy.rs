@@ -14,13 +14,13 @@ use std::collections::BTreeMap;
 
 use colmem_core::{AgentId, Fragment, Scope, UserId};
 use regex::Regex;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{AccessError, Result};
 use crate::redact::{Folded, NamePattern, Redaction, Redactor};
 
 /// One transformation applied to a part of an interaction.
-#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type", deny_unknown_fields)]
 pub enum Transform {
     /// Replace personal data with placeholders.
@@ -41,7 +41,7 @@ pub enum Transform {
 }
 
 /// The policy for one part (private or shared) of an interaction.
-#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PartPolicy {
     /// Whether this part is written at all.
@@ -66,7 +66,7 @@ impl Default for PartPolicy {
 }
 
 /// How one interaction is split: a private part and a shared part.
-#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WritePolicy {
     /// The part kept private to the user (and writing agent).
@@ -105,7 +105,7 @@ impl Default for WritePolicy {
 }
 
 /// Write policies at every level, as configured (e.g. from TOML).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WritePolicies {
     /// The system-wide policy.
@@ -127,14 +127,15 @@ pub struct WritePolicies {
 
 /// A write policy for one (user, agent) pair: `user`, `agent` and the policy's
 /// `private` and `shared` in one table.
-#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(from = "PairTable")]
 pub struct PairPolicy {
     /// The user.
     pub user: UserId,
     /// The agent.
     pub agent: AgentId,
-    /// The policy.
+    /// The policy (written as keys of the table itself).
+    #[serde(flatten)]
     pub policy: WritePolicy,
 }
 
@@ -559,7 +560,7 @@ fn has_keyword(fragment: &Fragment, keywords: &[String]) -> bool {
 }
 
 /// What a reader is shown of the fragments the read rule lets it see.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReadPolicy {
     /// At most this many results per tier (private, shared, global).

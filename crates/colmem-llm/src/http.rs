@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::chat::{ChatModel, ChatRequest, ChatResponse, Usage};
@@ -37,7 +37,7 @@ use crate::tokens::{ApproxTokenCounter, TokenCounter};
 const MESSAGE_CHARS: usize = 500;
 
 /// Where a server is and how patiently to talk to it.
-#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct EndpointConfig {
     /// The API's base URL, up to and including the version: `https://api.openai.com/v1`,
     /// `http://127.0.0.1:8000/v1` (vLLM), `http://127.0.0.1:8080/v1` (llama.cpp),
@@ -100,10 +100,11 @@ impl EndpointConfig {
 
 /// A chat model behind an OpenAI-compatible `/chat/completions`. Read from one table
 /// holding the endpoint's keys beside its own; a key of neither is refused.
-#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(from = "ChatTable")]
 pub struct ChatServerConfig {
-    /// The server.
+    /// The server (written as keys of the table itself).
+    #[serde(flatten)]
     pub endpoint: EndpointConfig,
     /// The model name the server knows (`gpt-4o-mini`, `Qwen/Qwen2.5-7B-Instruct`, `llama3.1`).
     pub model: String,
@@ -114,10 +115,11 @@ pub struct ChatServerConfig {
 
 /// An embedding model behind an OpenAI-compatible `/embeddings`. Read from one table
 /// holding the endpoint's keys beside its own; a key of neither is refused.
-#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(from = "EmbeddingTable")]
 pub struct EmbeddingServerConfig {
-    /// The server.
+    /// The server (written as keys of the table itself).
+    #[serde(flatten)]
     pub endpoint: EndpointConfig,
     /// The model name the server knows.
     pub model: String,

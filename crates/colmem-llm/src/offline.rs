@@ -1,6 +1,6 @@
 //! The offline embedder: deterministic feature hashing, no model files, no network.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::embed::{Embedder, normalize};
 use crate::error::{Error, Result};
@@ -20,7 +20,7 @@ const SEED_CHAR: u64 = 0x1656_67b1_9e37_79f9;
 const PARALLEL_BATCH: usize = 2048;
 
 /// Parameters of the [`OfflineEmbedder`].
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OfflineConfig {
     /// The vector length.

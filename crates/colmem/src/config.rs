@@ -15,9 +15,13 @@ use colmem_ama::{ConstructorConfig, LlmRoleConfig, PipelineConfig, RetrieverConf
 use colmem_cards::BankConfig;
 use colmem_core::{AgentId, Timestamp};
 use colmem_llm::{ChatServerConfig, EmbeddingServerConfig, OfflineConfig};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
+
+mod ranges;
+
+pub use ranges::{KEY_RANGES, KeyRange, key_range};
 
 /// Environment variables with the `COLMEM_` prefix that are not configuration keys.
 pub const NOT_CONFIG_VARS: &[&str] = &["COLMEM_DIR", "COLMEM_CONFIG"];
@@ -29,7 +33,8 @@ pub const ENV_PREFIX: &str = "COLMEM_";
 pub const CONFIG_FILE: &str = "colmem.toml";
 
 /// The whole configuration. Every section is optional; the defaults run offline.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// It serialises as it is written (an absent key as `None`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Where "now" comes from.
@@ -59,8 +64,8 @@ pub struct Config {
 }
 
 /// The clock every read and write takes its time from.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Deserialize)]
-#[serde(from = "ClockTable")]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(from = "ClockTable", into = "ClockTable")]
 pub enum ClockConfig {
     /// The system's wall clock (production).
     #[default]
@@ -76,14 +81,28 @@ pub enum ClockConfig {
 
 /// A [`ClockConfig`] as written. Its `system` kind is a struct, not a unit: serde
 /// refuses no unknown key beside the tag of a unit variant.
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 enum ClockTable {
     System {},
     Logical {
-        #[serde(deserialize_with = "timestamp")]
+        #[serde(deserialize_with = "timestamp", serialize_with = "rfc3339")]
         start: Timestamp,
     },
+}
+
+impl From<ClockConfig> for ClockTable {
+    fn from(config: ClockConfig) -> Self {
+        match config {
+            ClockConfig::System => ClockTable::System {},
+            ClockConfig::Logical { start } => ClockTable::Logical { start },
+        }
+    }
+}
+
+/// A time as it is written: RFC 3339.
+fn rfc3339<S: Serializer>(time: &Timestamp, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+    serializer.collect_str(time)
 }
 
 impl From<ClockTable> for ClockConfig {
@@ -110,6 +129,26 @@ pub enum EmbedderConfig {
 impl Default for EmbedderConfig {
     fn default() -> Self {
         EmbedderConfig::Offline(OfflineConfig::default())
+    }
+}
+
+/// An [`EmbedderConfig`] as written: its `kind` beside its settings.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum EmbedderTable<'a> {
+    Offline(&'a OfflineConfig),
+    Local(&'a LocalEmbedderConfig),
+    Openai(&'a EmbeddingServerConfig),
+}
+
+impl Serialize for EmbedderConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            EmbedderConfig::Offline(c) => EmbedderTable::Offline(c),
+            EmbedderConfig::Local(c) => EmbedderTable::Local(c),
+            EmbedderConfig::Openai(c) => EmbedderTable::Openai(c),
+        }
+        .serialize(serializer)
     }
 }
 
@@ -150,7 +189,7 @@ impl<'de> Deserialize<'de> for EmbedderConfig {
 }
 
 /// A local embedding model.
-#[derive(Clone, PartialEq, Eq, Debug, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LocalEmbedderConfig {
     /// The directory with `config.json`, `tokenizer.json` and `model.safetensors`.
@@ -168,7 +207,7 @@ fn local_batch() -> usize {
 }
 
 /// Policies: who may write globally and what reads show.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
     /// Agents allowed to write `Global` fragments.
@@ -182,7 +221,7 @@ pub struct PolicyConfig {
 }
 
 /// The hybrid index: when to scan exactly, how hard to search HNSW, how to fuse.
-#[derive(Clone, Copy, PartialEq, Debug, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IndexConfig {
     /// Scan exactly when the filter admits at most this many fragments…
@@ -271,11 +310,8 @@ impl IndexConfig {
     }
 }
 
-/// The smallest `[store] max_value_bytes` accepted.
-const MIN_VALUE_BYTES: usize = 1024;
-
 /// SQLite settings.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreSettings {
     /// How long to retry while the database is busy, in milliseconds.
@@ -364,30 +400,31 @@ fn timestamp<'de, D: Deserializer<'de>>(
 
 impl Config {
     /// Parses a configuration from TOML text; `origin` names it in errors (a path).
-    /// Errors name the key and the line.
+    /// Errors name the key (and the line, but for a number out of its range:
+    /// [`KEY_RANGES`]).
     pub fn from_toml(text: &str, origin: &str) -> Result<Config> {
-        let config: Config = toml::from_str(text).map_err(|e| Error::ConfigFile {
+        let malformed = |e: toml::de::Error| Error::ConfigFile {
             path: origin.to_owned(),
             message: e.to_string().trim_end().to_owned(),
+        };
+        let table: toml::Table = text.parse().map_err(malformed)?;
+        ranges::check(&table).map_err(|out| Error::ConfigFile {
+            path: origin.to_owned(),
+            message: out.message,
         })?;
+        let config: Config = toml::from_str(text).map_err(malformed)?;
         config.check()?;
         Ok(config)
     }
 
     /// Refuses settings that parse but cannot work together: a retriever whose k
-    /// bounds are out of order, a store that could hold no text.
+    /// bounds are out of order.
     fn check(&self) -> Result<()> {
         let r = &self.retriever;
         if !(1 <= r.k_min && r.k_min <= r.k_base && r.k_base <= r.k_max) {
             return Err(Error::InvalidConfig(format!(
                 "[retriever] needs 1 <= k_min <= k_base <= k_max, not k_min = {}, k_base = {}, k_max = {}",
                 r.k_min, r.k_base, r.k_max
-            )));
-        }
-        if self.store.max_value_bytes < MIN_VALUE_BYTES {
-            return Err(Error::InvalidConfig(format!(
-                "[store] max_value_bytes = {} is below {MIN_VALUE_BYTES}: no turn would fit",
-                self.store.max_value_bytes
             )));
         }
         Ok(())
@@ -433,6 +470,14 @@ impl Config {
         if applied.is_empty() {
             return Config::from_toml(&text, &origin);
         }
+        ranges::check(&table).map_err(|out| Error::ConfigEnv {
+            // The variable that set the key: the file's values were checked above.
+            vars: applied
+                .iter()
+                .find(|var| override_path(var).as_ref() == Some(&out.path))
+                .map_or_else(|| applied.join(", "), Clone::clone),
+            message: out.message,
+        })?;
         let config: Config =
             toml::Value::Table(table)
                 .try_into()
@@ -710,55 +755,71 @@ mod tests {
                 .context_width,
             3
         );
+        // A number out of its key's range is refused as written, naming the key.
         for (text, expected) in [
             (
                 "[index]\nvector_weight = nan\n",
-                "finite number, 0 or more, not NaN",
+                "[index] vector_weight = NaN is out of range: give a number from 0 to 1000",
             ),
             (
                 "[index]\nlexical_weight = -1.0\n",
-                "finite number, 0 or more, not -1",
+                "[index] lexical_weight = -1.0 is out of range",
             ),
             (
                 "[index]\nrrf_k = inf\n",
-                "finite number, 0 or more, not inf",
+                "[index] rrf_k = inf is out of range",
             ),
-            ("[index]\ndepth = 0\n", "depth is at least 1"),
+            (
+                "[index]\ndepth = 0\n",
+                "[index] depth = 0 is out of range: give a whole number from 1 to 100000",
+            ),
             (
                 "[pipeline]\ncontext_width = 50\n",
-                "context_width is at most 8",
+                "[pipeline] context_width = 50 is out of range: give a whole number from 0 to 8",
             ),
             (
                 "[pipeline]\nquestion_discount = 1.5\n",
-                "question_discount is a number from 0 to 1, not 1.5",
+                "[pipeline] question_discount = 1.5 is out of range: give a number from 0 to 1",
             ),
             (
                 "[pipeline]\nopening_boost = -2.0\n",
-                "opening_boost is a finite number, 0 or more, not -2",
+                "[pipeline] opening_boost = -2.0 is out of range",
             ),
             (
                 "[pipeline]\nspeaker_boost = -0.5\n",
-                "speaker_boost is a finite number, 0 or more, not -0.5",
+                "[pipeline] speaker_boost = -0.5 is out of range",
             ),
             (
                 "[pipeline]\nday_boost = inf\n",
-                "day_boost is a finite number, 0 or more, not inf",
+                "[pipeline] day_boost = inf is out of range",
             ),
             (
                 "[pipeline]\nreply_weight = 2.0\n",
-                "reply_weight is a number from 0 to 1, not 2",
+                "[pipeline] reply_weight = 2.0 is out of range",
             ),
             (
                 "[pipeline]\ncontext_weight = -0.1\n",
-                "context_weight is a number from 0 to 1, not -0.1",
+                "[pipeline] context_weight = -0.1 is out of range",
             ),
             (
                 "[pipeline]\nretention_ms = -1\n",
-                "retention_ms must be at least 1",
+                "[pipeline] retention_ms = -1 is out of range: give a whole number from 1 to",
             ),
             (
                 "[pipeline]\nretention_ms = 0\n",
-                "retention_ms must be at least 1",
+                "[pipeline] retention_ms = 0 is out of range",
+            ),
+            (
+                "[store]\nmax_value_bytes = 0\n",
+                "[store] max_value_bytes = 0 is out of range: give a whole number from 1024 to",
+            ),
+            (
+                "[embedder]\ndim = 4000000000\n",
+                "[embedder] dim = 4000000000 is out of range: give a whole number from 1 to 8192",
+            ),
+            (
+                "[embedder]\ndim = 2.5\n",
+                "[embedder] dim = 2.5 is out of range: give a whole number",
             ),
         ] {
             let err = load_text(text, &[]).unwrap_err();
@@ -797,6 +858,21 @@ mod tests {
         assert_eq!(offline.dim, 64);
         let config = load_text("", &[("COLMEM_EMBEDDER__DIM", "32")]).unwrap();
         assert!(matches!(config.embedder, EmbedderConfig::Offline(o) if o.dim == 32));
+        // An override out of its key's range names the variable and the key.
+        let err = load_text(
+            "",
+            &[
+                ("COLMEM_RETRIEVER__K_MIN", "2"),
+                ("COLMEM_EMBEDDER__DIM", "4000000000"),
+            ],
+        )
+        .unwrap_err();
+        assert!(matches!(err, Error::ConfigEnv { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .contains("(COLMEM_EMBEDDER__DIM): [embedder] dim = 4000000000 is out of range"),
+            "{err}"
+        );
         let err = load_text("", &[("COLMEM_PIPELINE__ROUNDZ", "1")]).unwrap_err();
         let text = err.to_string();
         assert!(
@@ -839,13 +915,7 @@ mod tests {
                 &[][..],
                 "k_min <= k_base <= k_max",
             ),
-            ("[retriever]\nk_min = 0\n", &[][..], "1 <= k_min"),
             ("", &[("COLMEM_RETRIEVER__K_BASE", "99")][..], "k_base = 99"),
-            (
-                "[store]\nmax_value_bytes = 0\n",
-                &[][..],
-                "max_value_bytes = 0",
-            ),
         ] {
             let err = load_text(text, env).unwrap_err();
             assert!(matches!(err, Error::InvalidConfig(_)), "{text:?}: {err}");

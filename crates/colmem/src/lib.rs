@@ -32,8 +32,8 @@ mod upkeep;
 
 pub use admin::{AccessMatrix, Admin, Granted, MatrixCell, PurgeTarget};
 pub use config::{
-    CONFIG_FILE, ClockConfig, Config, ENV_PREFIX, EmbedderConfig, IndexConfig, LocalEmbedderConfig,
-    NOT_CONFIG_VARS, PolicyConfig, StoreSettings,
+    CONFIG_FILE, ClockConfig, Config, ENV_PREFIX, EmbedderConfig, IndexConfig, KEY_RANGES,
+    KeyRange, LocalEmbedderConfig, NOT_CONFIG_VARS, PolicyConfig, StoreSettings, key_range,
 };
 pub use error::{Error, Result};
 pub use lock::LOCK_FILE;

@@ -3,6 +3,29 @@
 
 use crate::Env;
 
+/// A vector length no index can hold is a configuration error naming the key, not
+/// a failure to reserve memory.
+#[test]
+fn a_dimension_out_of_range_exits_3_naming_the_key() {
+    let mut env = Env::new();
+    env.vars
+        .push(("COLMEM_EMBEDDER__DIM".into(), "4000000000".into()));
+    let err = env.fails(&["init"], 3);
+    assert!(
+        err.contains("COLMEM_EMBEDDER__DIM") && err.contains("[embedder] dim = 4000000000"),
+        "{err}"
+    );
+    assert!(!env.dir.join("colmem.db").exists(), "nothing was created");
+    env.vars.clear();
+    env.ok(&["init"]);
+    std::fs::write(env.dir.join("colmem.toml"), "[embedder]\ndim = 1e30\n").unwrap();
+    let err = env.fails(&["audit", "tail"], 3);
+    assert!(
+        err.contains("[embedder] dim = 1e30 is out of range"),
+        "{err}"
+    );
+}
+
 /// A turn over `[pipeline] max_turn_bytes` (the store could hold it) is refused with
 /// exit 3, by `remember` and by `import`, and nothing is written.
 #[test]

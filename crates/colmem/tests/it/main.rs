@@ -15,6 +15,7 @@ use colmem::{
 };
 
 mod bounded_input;
+mod config_ranges;
 mod erasure;
 mod explain;
 #[cfg(unix)]
