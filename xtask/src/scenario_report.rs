@@ -49,11 +49,15 @@ const RIGHT: f64 = 150.0;
 const TOP: f64 = 30.0;
 const BOTTOM: f64 = 44.0;
 
+/// `text` as HTML text or a quoted attribute value: every character that could
+/// open a tag, an entity or end a quote is written as an entity. Every piece of
+/// text a report holds (titles, paragraphs, cells, labels, names) passes here.
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 /// A round upper bound for an axis.
@@ -396,5 +400,44 @@ mod tests {
         assert_eq!(nice_max(0.0), 1.0);
         assert_eq!(nice_max(0.7), 1.0);
         assert_eq!(nice_max(23.0), 25.0);
+    }
+
+    /// Stored text in any text-bearing part of a report (a fragment's words in a
+    /// paragraph or a cell, a principal's name in a legend) stays text: no tag, no
+    /// attribute, no entity of its own.
+    #[test]
+    fn stored_text_is_escaped_everywhere_in_a_report() {
+        let evil = "<script>alert('x')</script>\"&amp;<img src=x onerror=y>";
+        let t = || evil.to_owned();
+        let report = Report {
+            title: t(),
+            blocks: vec![
+                Block::Text(t()),
+                Block::Table {
+                    header: vec![t()],
+                    rows: vec![vec![t(), t()]],
+                },
+                Block::Lines {
+                    title: t(),
+                    x_label: t(),
+                    y_label: t(),
+                    series: vec![(t(), vec![(0.0, 1.0)])],
+                },
+                Block::Bars {
+                    title: t(),
+                    y_label: t(),
+                    categories: vec![t()],
+                    series: vec![(t(), vec![1.0])],
+                },
+            ],
+        };
+        let html = report.html();
+        let shown = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&quot;&amp;amp;&lt;img src=x onerror=y&gt;";
+        // Title (twice), paragraph, header, two cells, two plot titles, two axis
+        // labels and the bar chart's y label, two legends, one category.
+        assert_eq!(html.matches(shown).count(), 14, "{html}");
+        for raw in ["<script", "<img", "'x'", "\"&amp;"] {
+            assert!(!html.contains(raw), "{raw} in {html}");
+        }
     }
 }
