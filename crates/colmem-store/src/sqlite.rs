@@ -11,7 +11,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -74,7 +74,8 @@ pub struct StoreConfig {
     pub readers: usize,
     /// Commit durability.
     pub synchronous: Synchronous,
-    /// The clock that stamps record times (`superseded_at`, `deleted_at`, audit times).
+    /// The clock that stamps record times (`superseded_at`, `deleted_at`, audit times);
+    /// the store's [now](SqliteStore::now) never falls below the last record.
     pub clock: Arc<dyn Clock>,
 }
 
@@ -110,6 +111,11 @@ pub struct SqliteStore {
     /// A purge committed but its checkpoint was held off by readers: purged text may
     /// still lie in the write-ahead log. Every later write and checkpoint tries again.
     checkpoint_due: AtomicBool,
+    /// The latest record time (ms) the store holds or has written: its now never
+    /// falls below it.
+    floor: AtomicI64,
+    /// Whether the clock was last seen behind `floor` (warned once per step back).
+    held: AtomicBool,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -181,6 +187,8 @@ impl SqliteStore {
             jitter: RandomState::new(),
             classes: Mutex::new(HashMap::new()),
             checkpoint_due: AtomicBool::new(false),
+            floor: AtomicI64::new(i64::MIN),
+            held: AtomicBool::new(false),
         };
         let found = store.retry(|| schema::version(&lock(&store.writer)))?;
         if found > SCHEMA_VERSION {
@@ -198,9 +206,39 @@ impl SqliteStore {
             }
             let now = ts(store.config.clock.now());
             store.retry(|| schema::migrate_to(&mut lock(&store.writer), SCHEMA_VERSION, now))?;
-            store.retry(|| audit_narrowed(&mut lock(&store.writer), store.config.clock.now()))?;
+        }
+        if let Some(latest) = store.latest_record_time()? {
+            store.floor.fetch_max(ts(latest), Ordering::SeqCst);
+        }
+        if found < SCHEMA_VERSION {
+            let now = store.now();
+            store.retry(|| audit_narrowed(&mut lock(&store.writer), now))?;
+            store.floor.fetch_max(ts(now), Ordering::SeqCst);
         }
         Ok(store)
+    }
+
+    /// The store's "now": its clock, but never earlier than the last event it
+    /// recorded (the latest audit entry or access change, or a write of this
+    /// process). A clock that steps back is logged, once per step, and now is held
+    /// at the last record until the clock passes it: what was recorded stays in the
+    /// past, so a change recorded now (a revocation) is never dated before it.
+    pub fn now(&self) -> Timestamp {
+        let clock = self.config.clock.now();
+        let floor = self.floor.load(Ordering::SeqCst);
+        if ts(clock) >= floor {
+            self.held.store(false, Ordering::SeqCst);
+            return clock;
+        }
+        let held = Timestamp::from_millis(floor);
+        if !self.held.swap(true, Ordering::SeqCst) {
+            tracing::warn!(
+                %clock,
+                %held,
+                "the clock reads earlier than the last recorded event: now is held there until the clock passes it"
+            );
+        }
+        held
     }
 
     /// The file, or `None` in memory.
@@ -355,7 +393,8 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// Runs `body` in one `BEGIN IMMEDIATE` transaction with the store's "now".
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction with the store's
+    /// [now](Self::now), which no later record falls below.
     pub(crate) fn write_tx<T>(
         &self,
         mut body: impl FnMut(&Transaction<'_>, Timestamp) -> Result<T>,
@@ -366,9 +405,10 @@ impl SqliteStore {
         let out = self.retry(|| {
             let mut conn = lock(&self.writer);
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let now = self.config.clock.now();
+            let now = self.now();
             let out = body(&tx, now)?;
             tx.commit()?;
+            self.floor.fetch_max(ts(now), Ordering::SeqCst);
             Ok(out)
         })?;
         self.settle_purges();

@@ -162,7 +162,9 @@ impl<'m> Admin<'m> {
 
     /// Revokes an edge at `at` (now by default; a future date schedules the end; a
     /// date before now is refused). Takes effect on the next read. A grant of the
-    /// edge scheduled after `at` is cancelled.
+    /// edge scheduled after `at` is cancelled. Without `at` it is always possible:
+    /// now never falls below the last recorded event, even after the clock stepped
+    /// back ([`Memory::now`]).
     pub fn revoke(&self, edge: Edge, at: Option<Timestamp>) -> Result<AccessEvent> {
         self.apply(AccessChange::Revoke { edge }, at)
     }

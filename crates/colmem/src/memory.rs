@@ -268,6 +268,9 @@ impl Memory {
             }
         }
         let graph = AccessGraph::from_events(&events)?;
+        // Every read and write is decided at the store's now, which a clock that
+        // steps back does not move below the last recorded event.
+        let clock: Arc<dyn Clock> = Arc::new(StoreClock(store.clone()));
         let system = SystemPolicy {
             global_writers: config.policy.global_writers.clone(),
         };
@@ -333,6 +336,8 @@ impl Memory {
     }
 
     /// "Now" on the memory's clock: the moment every read and write is decided at.
+    /// It never falls below the last event the store recorded: when the clock
+    /// steps back, now is held there (and a warning logged) until it passes it.
     pub fn now(&self) -> Timestamp {
         self.clock.now()
     }
@@ -455,6 +460,17 @@ impl Drop for Memory {
             // Best effort: a lost snapshot only costs a catch-up on the next open.
             let _ = self.persist_index();
         }
+    }
+}
+
+/// The store's now ([`SqliteStore::now`]) as a [`Clock`], for the contexts of
+/// reads and writes.
+#[derive(Debug)]
+struct StoreClock(Arc<SqliteStore>);
+
+impl Clock for StoreClock {
+    fn now(&self) -> Timestamp {
+        self.0.now()
     }
 }
 

@@ -547,6 +547,38 @@ fn a_forbidden_recall_exits_5_and_a_revocation_takes_effect_on_the_next_read() {
     );
 }
 
+/// A clock that once ran ahead blocks no revocation: now is held at the last
+/// record, and the revocation, dated there, takes effect on the next read.
+#[test]
+fn a_revocation_after_the_clock_ran_ahead_takes_effect_at_once() {
+    let mut env = Env::with_alice();
+    env.alice_tells_helper("My passport is in the blue drawer.");
+    env.vars
+        .push(("COLMEM_CLOCK__KIND".into(), "logical".into()));
+    env.vars
+        .push(("COLMEM_CLOCK__START".into(), "2099-06-01".into()));
+    env.ok(&["grant", "invoke", "--user", "bob", "--agent", "helper"]);
+    env.vars.clear();
+    // Back on the system clock, decades earlier.
+    let out = env.ok(&["revoke", "invoke", "--user", "alice", "--agent", "helper"]);
+    assert!(
+        out.starts_with("revoked") && out.contains("2099-06-01"),
+        "{out}"
+    );
+    env.fails(
+        &["recall", "--user", "alice", "--agent", "helper", "passport"],
+        5,
+    );
+    env.vars
+        .push(("COLMEM_CLOCK__KIND".into(), "logical".into()));
+    env.vars
+        .push(("COLMEM_CLOCK__START".into(), "2100-01-01".into()));
+    env.fails(
+        &["recall", "--user", "alice", "--agent", "helper", "passport"],
+        5,
+    );
+}
+
 #[test]
 fn knowledge_follows_the_agents_that_made_it() {
     let env = Env::with_alice();

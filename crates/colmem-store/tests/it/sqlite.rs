@@ -1,8 +1,9 @@
 //! SQLite-only checks: triggers and tampering with raw SQL, migrations, purge on disk, busy handling.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use colmem_core::{AuditEvent, ErrorKind};
+use colmem_core::{AuditEvent, ErrorKind, LogicalClock, Timestamp};
 use colmem_store::{
     AuditProblem, AuditStatus, CardWrite, Delete, Erase, Error, FragmentStore, ListQuery, Purge,
     ReadRecord, SCHEMA_VERSION, SqliteStore, StoreConfig,
@@ -589,4 +590,47 @@ fn an_upgrade_narrows_a_users_conversation_to_the_user() {
         .filter(|e| matches!(e.event, AuditEvent::Narrow { .. }))
         .count();
     assert_eq!(again, 1);
+}
+
+#[test]
+fn now_is_held_at_the_last_record_when_the_clock_steps_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let ahead = Arc::new(LogicalClock::new(Timestamp::from_millis(5_000)));
+    let store = SqliteStore::open(
+        &path,
+        StoreConfig {
+            clock: ahead.clone(),
+            ..StoreConfig::default()
+        },
+    )
+    .unwrap();
+    let id = store.write(&interaction(vec![fact("ahead")])).unwrap().ids[0];
+    assert_eq!(store.now(), Timestamp::from_millis(5_000));
+    drop(store);
+    // Reopened on a clock that reads earlier: now stays at the last record, and
+    // what is recorded now is dated there, until the clock passes it.
+    let behind = Arc::new(LogicalClock::new(Timestamp::from_millis(1_000)));
+    let store = SqliteStore::open(
+        &path,
+        StoreConfig {
+            clock: behind.clone(),
+            ..StoreConfig::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(store.now(), Timestamp::from_millis(5_000));
+    store
+        .delete(&colmem_store::Delete {
+            user: super::user(),
+            agent: super::agent(),
+            fragment: id,
+        })
+        .unwrap();
+    assert_eq!(
+        store.get(id).unwrap().deleted_at,
+        Some(Timestamp::from_millis(5_000))
+    );
+    behind.set(Timestamp::from_millis(7_000)).unwrap();
+    assert_eq!(store.now(), Timestamp::from_millis(7_000));
 }

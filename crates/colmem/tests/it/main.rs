@@ -262,6 +262,119 @@ fn a_scheduled_grant_holds_up_no_revocation_and_survives_reopening() {
     memory.session(user("alice"), agent("scribe")).unwrap();
 }
 
+/// A clock that once ran ahead blocks no revocation: the store's now is held at
+/// the last recorded event, the revocation is dated there and takes effect at once.
+#[test]
+fn a_revocation_after_the_clock_stepped_back_takes_effect_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    memory
+        .session(user("alice"), agent("planner"))
+        .unwrap()
+        .remember(&turn("D1:1", "alice", "My passport is in the blue drawer."))
+        .unwrap();
+    drop(memory);
+    // The clock jumps to 2099 and an access change is recorded there.
+    let ahead = Timestamp::parse("2099-06-01").unwrap();
+    let jumped = Config {
+        clock: ClockConfig::Logical { start: ahead },
+        ..Config::default()
+    };
+    let memory = Memory::open(dir.path(), jumped).unwrap();
+    memory
+        .admin()
+        .register(Principal::Agent(agent("auditor")))
+        .unwrap();
+    drop(memory);
+    // Back on the system clock, years earlier: now is held at the last record.
+    let system = Config {
+        clock: ClockConfig::System,
+        ..Config::default()
+    };
+    let memory = Memory::open(dir.path(), system.clone()).unwrap();
+    assert!(memory.now() >= ahead, "{}", memory.now());
+    let alice = memory.session(user("alice"), agent("planner")).unwrap();
+    let alice_planner = Edge::Invoke {
+        user: user("alice"),
+        agent: agent("planner"),
+    };
+    let event = memory.admin().revoke(alice_planner, None).unwrap();
+    assert!(event.at >= ahead, "dated at the held now: {}", event.at);
+    // The very next read is refused, and so is every read after it.
+    let err = alice
+        .recall("passport", &RecallOptions::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    let graph = memory.access_graph();
+    for later in ["2099-06-01", "2099-06-02", "2100-01-01", "3000-01-01"] {
+        let t = Timestamp::parse(later).unwrap().max(event.at);
+        assert!(
+            !graph
+                .invocable(user("alice"), t)
+                .unwrap()
+                .contains(&agent("planner")),
+            "{later}"
+        );
+    }
+    drop(memory);
+    let memory = Memory::open(dir.path(), system).unwrap();
+    assert!(memory.session(user("alice"), agent("planner")).is_err());
+    let later = Config {
+        clock: ClockConfig::Logical {
+            start: Timestamp::parse("2100-01-01").unwrap(),
+        },
+        ..Config::default()
+    };
+    drop(memory);
+    let memory = Memory::open(dir.path(), later).unwrap();
+    assert!(memory.session(user("alice"), agent("planner")).is_err());
+    memory.session(user("alice"), agent("scribe")).unwrap();
+}
+
+/// A grant scheduled for later and revoked before its date never takes effect.
+#[test]
+fn a_scheduled_grant_revoked_now_never_takes_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    setup(&memory);
+    let bob_scribe = Edge::Invoke {
+        user: user("bob"),
+        agent: agent("scribe"),
+    };
+    let tomorrow = Timestamp::from_millis(memory.now().as_millis() + 24 * 60 * MINUTE);
+    memory
+        .admin()
+        .grant(bob_scribe, Some(tomorrow), None)
+        .unwrap();
+    tick(&memory);
+    let event = memory.admin().revoke(bob_scribe, None).unwrap();
+    assert_eq!(event.at, memory.now());
+    let check = |memory: &Memory| {
+        let graph = memory.access_graph();
+        for days in [1, 2, 365] {
+            let t = Timestamp::from_millis(tomorrow.as_millis() + (days - 1) * 24 * 60 * MINUTE);
+            assert!(
+                !graph
+                    .invocable(user("bob"), t)
+                    .unwrap()
+                    .contains(&agent("scribe")),
+                "day {days}"
+            );
+        }
+    };
+    check(&memory);
+    memory
+        .logical_clock()
+        .unwrap()
+        .advance(2 * 24 * 60 * MINUTE);
+    assert!(memory.session(user("bob"), agent("scribe")).is_err());
+    drop(memory);
+    let memory = Memory::open(dir.path(), logical()).unwrap();
+    check(&memory);
+    assert!(memory.session(user("bob"), agent("scribe")).is_err());
+}
+
 /// A grant the graph already holds throughout its time records nothing; one that
 /// reaches past what is held, or comes after a revocation, is recorded.
 #[test]
