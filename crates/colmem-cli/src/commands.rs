@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use colmem::{
-    AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Edge, Explanation, Forget,
-    Fragment, FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal,
+    AgentId, AuditEntry, AuditEvent, AuditStatus, CONFIG_FILE, Config, Digest, Edge, Explanation,
+    Forget, Fragment, FragmentId, Granted, GroupId, GroupKind, Member, Memory, Origin, Principal,
     PrivateFile, PurgeTarget, Recall, RecallOptions, Recalled, ResourceId, Scope, TaskContext,
     Timestamp, Trajectory, TurnInput, UserId, View, locomo,
 };
@@ -883,6 +883,7 @@ fn describe(event: &AuditEvent) -> (String, String) {
             user,
             agent,
             fragments,
+            ..
         } => (
             "write".to_owned(),
             format!(
@@ -970,34 +971,22 @@ fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        AuditCommand::Verify { json } => match admin.audit_verify()? {
-            AuditStatus::Intact { entries, head } => {
-                if *json {
-                    print_json(
-                        &json!({"intact": true, "entries": entries, "head_seq": head.0, "head_hash": head.1}),
-                    )?;
-                } else {
-                    say!(
-                        "intact: {entries} entries, head seq {} hash {}",
-                        head.0,
-                        head.1
-                    );
-                }
-                Ok(ExitCode::SUCCESS)
+        AuditCommand::Verify { head, json } => {
+            let status = match head {
+                Some(hex) => admin.audit_verify_against(published_head(hex)?)?,
+                None => admin.audit_verify()?,
+            };
+            print_verdict(status, *json)
+        }
+        AuditCommand::Head { json } => {
+            let (seq, hash) = admin.audit_head()?;
+            if *json {
+                print_json(&json!({"seq": seq, "hash": hash}))?;
+            } else {
+                say!("seq {seq} hash {hash}");
             }
-            AuditStatus::Broken { seq, problem } => {
-                if *json {
-                    print_json(
-                        &json!({"intact": false, "seq": seq, "problem": format!("{problem:?}")}),
-                    )?;
-                } else {
-                    say!(
-                        "broken at seq {seq}: {problem:?}; restore the store from a backup and compare"
-                    );
-                }
-                Ok(ExitCode::from(exit::CORRUPT))
-            }
-        },
+            Ok(ExitCode::SUCCESS)
+        }
         AuditCommand::Matrix { json } => {
             let matrix = admin.access_matrix()?;
             if *json {
@@ -1046,6 +1035,81 @@ fn audit_command(cli: &Cli, command: &AuditCommand) -> Result<ExitCode> {
                 say_raw!("{}", table.render());
             }
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A head published by `audit head`: its hash, 64 hex digits.
+fn published_head(hex: &str) -> Result<Digest> {
+    Digest::from_hex(hex.trim()).ok_or_else(|| {
+        invalid(format!(
+            "--head {hex:?} is not a hash: give the 64 hex digits `colmem audit head` printed"
+        ))
+    })
+}
+
+/// Prints what `audit verify` found; exit code 9 unless the audit holds.
+fn print_verdict(status: AuditStatus, json: bool) -> Result<ExitCode> {
+    match status {
+        AuditStatus::Intact {
+            entries,
+            head,
+            store,
+        } => {
+            if json {
+                print_json(&json!({
+                    "intact": true,
+                    "entries": entries,
+                    "head_seq": head.0,
+                    "head_hash": head.1,
+                    "fragments_checked": store.fragments,
+                    "provenance_checked": store.provenance,
+                    "events_checked": store.events,
+                    "archived_unchecked": store.archived,
+                    "published_seq": store.published,
+                }))?;
+            } else {
+                let mut line = format!(
+                    "intact: {entries} entries, head seq {} hash {}; {} fragments ({} with provenance) and {} access events agree with it",
+                    head.0, head.1, store.fragments, store.provenance, store.events
+                );
+                if store.archived > 0 {
+                    line.push_str(&format!(
+                        "; {} recorded by archived entries, not checked here",
+                        store.archived
+                    ));
+                }
+                if let Some(seq) = store.published {
+                    line.push_str(&format!("; the published head is entry {seq}"));
+                }
+                say!("{line}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditStatus::Broken { seq, problem } => {
+            if json {
+                print_json(
+                    &json!({"intact": false, "seq": seq, "problem": format!("{problem:?}")}),
+                )?;
+            } else {
+                say!(
+                    "broken at seq {seq}: {problem:?}; restore the store from a backup and compare"
+                );
+            }
+            Ok(ExitCode::from(exit::CORRUPT))
+        }
+        AuditStatus::Disagrees(disagreement) => {
+            if json {
+                let mut verdict = serde_json::to_value(disagreement)?;
+                if let Some(fields) = verdict.as_object_mut() {
+                    fields.insert("intact".to_owned(), json!(false));
+                    fields.insert("message".to_owned(), json!(disagreement.to_string()));
+                }
+                print_json(&verdict)?;
+            } else {
+                say!("broken: {disagreement}; restore the store from a backup and compare");
+            }
+            Ok(ExitCode::from(exit::CORRUPT))
         }
     }
 }

@@ -403,8 +403,17 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Check the audit log's hash chain; exit code 9 if it is broken.
+    /// Check the audit log's hash chain, and the store against it; exit code 9 if it is broken.
     Verify {
+        /// The hash of a head published elsewhere (`audit head`): it must still be an entry of the chain.
+        #[arg(long, value_name = "DIGEST")]
+        head: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The head of the audit chain (sequence number and hash), to publish elsewhere.
+    Head {
         /// Print JSON.
         #[arg(long)]
         json: bool,

@@ -5,6 +5,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::event::AccessEvent;
+use crate::fragment::{Provenance, Scope};
 use crate::id::{AgentId, FragmentId, UserId};
 use crate::time::Timestamp;
 
@@ -21,6 +22,49 @@ impl Digest {
     /// The digest of a fragment's text, as audit entries record it.
     pub fn of_text(text: &str) -> Self {
         Digest::of(text.as_bytes())
+    }
+
+    /// The digest of what decides who may read a fragment and where it came
+    /// from, as write entries record it: its scope and provenance (record time,
+    /// user, agents and resources by name in name order, source session, turns and
+    /// parents in order), each field length-prefixed so no two differ in one way only.
+    pub fn of_provenance(scope: Scope, provenance: &Provenance) -> Self {
+        let mut buffer = Vec::with_capacity(256);
+        let mut field = |bytes: &[u8]| {
+            buffer.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            buffer.extend_from_slice(bytes);
+        };
+        field(b"colmem provenance 1");
+        field(scope.to_string().as_bytes());
+        field(&provenance.created_at.as_millis().to_le_bytes());
+        field(provenance.user.as_str().as_bytes());
+        let mut agents: Vec<&str> = provenance.agents.iter().map(|a| a.as_str()).collect();
+        agents.sort_unstable();
+        let mut resources: Vec<&str> = provenance.resources.iter().map(|r| r.as_str()).collect();
+        resources.sort_unstable();
+        let source = &provenance.source;
+        for names in [&agents, &resources] {
+            field(&(names.len() as u64).to_le_bytes());
+            for name in names {
+                field(name.as_bytes());
+            }
+        }
+        match &source.session {
+            Some(session) => {
+                field(b"session");
+                field(session.as_bytes());
+            }
+            None => field(b""),
+        }
+        field(&(source.turns.len() as u64).to_le_bytes());
+        for turn in &source.turns {
+            field(turn.as_bytes());
+        }
+        field(&(source.parents.len() as u64).to_le_bytes());
+        for parent in &source.parents {
+            field(&parent.0.to_le_bytes());
+        }
+        Digest::of(&buffer)
     }
 
     /// Lowercase hex.
@@ -71,7 +115,8 @@ pub enum AuditEvent {
         /// The event as logged.
         event: AccessEvent,
     },
-    /// Fragments written in one interaction, with the digests of their text.
+    /// Fragments written in one interaction, with the digests of their text and
+    /// provenance.
     Write {
         /// The user of the request.
         user: UserId,
@@ -79,6 +124,11 @@ pub enum AuditEvent {
         agent: AgentId,
         /// Each written fragment and the digest of its text.
         fragments: Vec<(FragmentId, Digest)>,
+        /// The digest of each written fragment's scope and provenance
+        /// ([`Digest::of_provenance`]), in the order of `fragments`; empty in entries
+        /// written before stores recorded it (store schema 8), which hash as they did.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        provenance: Vec<Digest>,
     },
     /// A read, with the ids it returned.
     Read {
@@ -194,5 +244,75 @@ impl AuditEntry {
     /// Whether the stored hash matches the fields.
     pub fn is_intact(&self) -> bool {
         Self::compute_hash(&self.prev, self.seq, self.at, &self.event) == self.hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::fragment::Source;
+    use crate::id::{GroupId, ResourceId};
+
+    fn provenance() -> Provenance {
+        Provenance {
+            created_at: Timestamp::from_millis(7),
+            user: UserId::new("digest-alice").unwrap(),
+            agents: BTreeSet::from([
+                AgentId::new("digest-b").unwrap(),
+                AgentId::new("digest-a").unwrap(),
+            ]),
+            resources: BTreeSet::from([ResourceId::new("digest-kb").unwrap()]),
+            source: Source {
+                session: Some("s1".into()),
+                turns: vec!["D1:1".into()],
+                parents: vec![FragmentId(3)],
+            },
+        }
+    }
+
+    #[test]
+    fn a_provenance_digest_changes_with_every_field_it_covers() {
+        let p = provenance();
+        let base = Digest::of_provenance(Scope::User, &p);
+        assert_eq!(base, Digest::of_provenance(Scope::User, &p.clone()));
+        let mut variants = vec![
+            Digest::of_provenance(Scope::Agent, &p),
+            Digest::of_provenance(Scope::Group(GroupId::new("digest-crew").unwrap()), &p),
+        ];
+        let mut changed = |edit: fn(&mut Provenance)| {
+            let mut q = provenance();
+            edit(&mut q);
+            variants.push(Digest::of_provenance(Scope::User, &q));
+        };
+        changed(|q| q.created_at = Timestamp::from_millis(8));
+        changed(|q| q.user = UserId::new("digest-mallory").unwrap());
+        changed(|q| {
+            q.agents.insert(AgentId::new("digest-c").unwrap());
+        });
+        changed(|q| q.resources.clear());
+        changed(|q| q.source.session = None);
+        changed(|q| q.source.session = Some(String::new()));
+        changed(|q| q.source.turns.push("D1:2".into()));
+        changed(|q| q.source.parents.clear());
+        // An agent moved into the resources is another provenance.
+        changed(|q| {
+            q.agents.remove(&AgentId::new("digest-b").unwrap());
+            q.resources.insert(ResourceId::new("digest-b").unwrap());
+        });
+        let distinct: BTreeSet<String> = variants.iter().map(Digest::to_hex).collect();
+        assert_eq!(distinct.len(), variants.len());
+        assert!(!distinct.contains(&base.to_hex()));
+    }
+
+    #[test]
+    fn a_write_entry_without_provenance_digests_hashes_as_before_they_existed() {
+        let old = r#"{"type":"write","user":"digest-alice","agent":"digest-a","fragments":[[1,"0000000000000000000000000000000000000000000000000000000000000000"]]}"#;
+        let event: AuditEvent = serde_json::from_str(old).unwrap();
+        assert!(matches!(&event, AuditEvent::Write { provenance, .. } if provenance.is_empty()));
+        assert_eq!(serde_json::to_string(&event).unwrap(), old);
     }
 }

@@ -30,8 +30,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use crate::{
-    AuditStatus, CardWrite, Delete, Erase, Error, FragmentStore, Interaction, ListQuery, Order,
-    Purge, PurgeMany, ReadRecord, Supersede,
+    AuditStatus, CardWrite, Delete, Disagreement, Erase, Error, FragmentStore, Interaction,
+    ListQuery, Order, Purge, PurgeMany, ReadRecord, StoreCheck, Supersede,
 };
 
 /// Makes a fresh, empty store with default limits whose record times come from the given clock.
@@ -1192,14 +1192,73 @@ fn audit_chain(make: Factory<'_>) -> Result<(), Failure> {
         ok("read one entry after 4", store.audit_entries(4, 1))?,
         &entries[4..5],
     )?;
+    let checked = StoreCheck {
+        fragments: 1,
+        provenance: 1,
+        ..StoreCheck::default()
+    };
     eq(
-        "the whole chain verifies",
+        "the whole chain verifies, and the fragment against its write entry",
         ok("verify the audit chain", store.verify_audit())?,
         AuditStatus::Intact {
             entries: 6,
             head: (6, entries[5].hash),
+            store: checked,
         },
     )?;
+    eq(
+        "the head is the last entry's",
+        ok("read the head", store.audit_head())?,
+        (6, entries[5].hash),
+    )?;
+    eq(
+        "a published head that is an entry of the chain is found",
+        ok(
+            "verify against a published head",
+            store.verify_audit_against(Some(entries[2].hash)),
+        )?,
+        AuditStatus::Intact {
+            entries: 6,
+            head: (6, entries[5].hash),
+            store: StoreCheck {
+                published: Some(3),
+                ..checked
+            },
+        },
+    )?;
+    let elsewhere = Digest::of(b"a head of another chain");
+    eq(
+        "a published head that is not in the chain is a disagreement",
+        ok(
+            "verify against a foreign head",
+            store.verify_audit_against(Some(elsewhere)),
+        )?,
+        AuditStatus::Disagrees(Disagreement::PublishedHeadMissing { hash: elsewhere }),
+    )?;
+    for forged in [
+        AuditEvent::Write {
+            user: user(0)?,
+            agent: agent(0)?,
+            fragments: vec![(id, Digest::of_text("forged"))],
+            provenance: Vec::new(),
+        },
+        AuditEvent::Access {
+            event: AccessEvent {
+                at: t(100),
+                change: AccessChange::Register {
+                    principal: colmem_core::Principal::User(user(0)?),
+                },
+            },
+        },
+    ] {
+        let err = refused(
+            "append a write or access entry with nothing recorded",
+            store.append_audit(&forged),
+        )?;
+        ensure(matches!(err, Error::InvalidInput(_)), || {
+            format!("a forged write or access entry is invalid input, got {err}")
+        })?;
+    }
 
     // Archiving a prefix hands it over and keeps the rest verifiable.
     eq(
@@ -1213,12 +1272,24 @@ fn audit_chain(make: Factory<'_>) -> Result<(), Failure> {
         &entries[4..],
     )?;
     eq(
-        "the rest verifies from the anchor",
+        "the rest verifies from the anchor; the fragment's entry was archived",
         ok("verify after archiving", store.verify_audit())?,
         AuditStatus::Intact {
             entries: 2,
             head: (6, entries[5].hash),
+            store: StoreCheck {
+                archived: 1,
+                ..StoreCheck::default()
+            },
         },
+    )?;
+    let status = ok(
+        "verify against a head at the anchor",
+        store.verify_audit_against(Some(entries[3].hash)),
+    )?;
+    ensure(
+        matches!(status, AuditStatus::Intact { store, .. } if store.published == Some(4)),
+        || format!("the anchor is a published head's place, got {status:?}"),
     )?;
     let appended = ok(
         "append an entry after archiving",

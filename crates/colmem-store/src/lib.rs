@@ -23,8 +23,11 @@
 //! for the caller to keep in cold storage and leaves an anchor `(seq, hash)`,
 //! so the remaining chain still verifies, and the archived entries verify
 //! against each other and the anchor. The head `(seq, hash)` that
-//! [`FragmentStore::verify_audit`] returns can be published elsewhere to detect
-//! a rewrite of the whole log.
+//! [`FragmentStore::audit_head`] returns can be published elsewhere and given to
+//! [`FragmentStore::verify_audit_against`] to detect a rewrite of the whole log.
+//! Verification also checks the store against the chain: every live fragment's
+//! text and provenance against the digests its write entry recorded, and the
+//! access event log against the access entries.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -40,8 +43,9 @@ mod reembed;
 mod schema;
 mod sqlite;
 mod store;
+mod verify;
 
-pub use audit::{AuditProblem, AuditStatus};
+pub use audit::{AuditProblem, AuditStatus, Disagreement, StoreCheck};
 pub use backup::BackupReport;
 pub use error::{Error, Result};
 pub use schema::SCHEMA_VERSION;

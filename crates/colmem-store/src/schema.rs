@@ -284,6 +284,19 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX fragments_unerased ON fragments (deleted_at)
         WHERE deleted_at IS NOT NULL AND erased_at IS NULL;
     "#,
+    // 8: write entries record a digest of each fragment's scope and provenance
+    // beside the digest of its text, from the first entry after this migration
+    // on, which every later write entry must carry; the verifier checks the
+    // provenance of the fragments written since, and only the text of those
+    // written before (their entries keep their hashes).
+    r#"
+    CREATE TABLE audit_format (
+        id              INTEGER PRIMARY KEY CHECK (id = 1),
+        provenance_from INTEGER NOT NULL
+    );
+    INSERT INTO audit_format (id, provenance_from)
+    VALUES (1, coalesce((SELECT seq FROM audit_head WHERE id = 1), 0) + 1);
+    "#,
 ];
 
 /// The schema version this build writes.

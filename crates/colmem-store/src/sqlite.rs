@@ -25,7 +25,7 @@ use rusqlite::{
     params_from_iter,
 };
 
-use crate::audit::{AuditStatus, ChainCheck};
+use crate::audit::AuditStatus;
 use crate::codec::{
     self, FRAGMENT_COLUMNS, FRAGMENT_FROM, fragment_from_row, fragment_id, id_param, json, ts,
 };
@@ -554,11 +554,13 @@ impl SqliteStore {
             let fragments: Vec<&NewFragment> = items.iter().map(|(f, _)| *f).collect();
             let ids = self.insert_fragments(tx, &fragments, &mut found)?;
             let mut audited = Vec::with_capacity(items.len());
+            let mut provenance = Vec::with_capacity(items.len());
             for ((&id, (fragment, fields)), text) in ids.iter().zip(items).zip(&cards) {
                 if let (Some(fields), Some(text)) = (fields, text) {
                     insert_card(tx, id, fields, text)?;
                 }
                 audited.push((id, Digest::of_text(&fragment.content)));
+                provenance.push(Digest::of_provenance(fragment.scope, &fragment.provenance));
             }
             append_audit_tx(
                 tx,
@@ -567,6 +569,7 @@ impl SqliteStore {
                     user,
                     agent,
                     fragments: audited,
+                    provenance,
                 },
             )?;
             if let (Some(old), Some(&successor)) = (replaces, ids.first()) {
@@ -1196,7 +1199,7 @@ fn digest_from_blob(blob: &[u8]) -> Option<Digest> {
 }
 
 /// Reads a `(seq, hash)` row of `audit_head` or `audit_anchor`; `(0, zeros)` if absent.
-fn chain_point(conn: &Connection, table: &str) -> Result<(u64, Digest)> {
+pub(crate) fn chain_point(conn: &Connection, table: &str) -> Result<(u64, Digest)> {
     let row: Option<(i64, Vec<u8>)> = conn
         .prepare_cached(&format!("SELECT seq, hash FROM {table} WHERE id = 1"))?
         .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -1238,7 +1241,7 @@ pub(crate) fn append_audit_tx(
 }
 
 /// An audit entry from `(seq, at, event, prev, hash)`; `Err(seq)` if it does not decode.
-fn audit_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<AuditEntry, u64>> {
+pub(crate) fn audit_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<AuditEntry, u64>> {
     let seq: i64 = row.get(0)?;
     let useq = u64::try_from(seq).unwrap_or(0);
     let at: i64 = row.get(1)?;
@@ -1399,6 +1402,10 @@ impl FragmentStore for SqliteStore {
                     user: request.user,
                     agent: request.agent,
                     fragments: vec![(new_id, Digest::of_text(&request.new.content))],
+                    provenance: vec![Digest::of_provenance(
+                        request.new.scope,
+                        &request.new.provenance,
+                    )],
                 },
             )?;
             // A new version that starts no later than the old one corrects it
@@ -1520,6 +1527,11 @@ impl FragmentStore for SqliteStore {
     }
 
     fn append_audit(&self, event: &AuditEvent) -> Result<AuditEntry> {
+        if matches!(event, AuditEvent::Write { .. } | AuditEvent::Access { .. }) {
+            return Err(Error::InvalidInput(
+                "writes and access events are audited by the calls that record them: use write or append_access_event".to_owned(),
+            ));
+        }
         self.write_tx(|tx, now| append_audit_tx(tx, now, event))
     }
 
@@ -1563,22 +1575,12 @@ impl FragmentStore for SqliteStore {
         })
     }
 
-    fn verify_audit(&self) -> Result<AuditStatus> {
-        self.read(|conn| {
-            let tx = conn.unchecked_transaction()?;
-            let anchor = chain_point(&tx, "audit_anchor")?;
-            let head = chain_point(&tx, "audit_head")?;
-            let mut check = ChainCheck::new(anchor);
-            let mut stmt =
-                tx.prepare("SELECT seq, at, event, prev, hash FROM audit ORDER BY seq")?;
-            let rows = stmt.query_map([], audit_from_row)?;
-            for row in rows {
-                if let Err(status) = check.push(row?) {
-                    return Ok(status);
-                }
-            }
-            Ok(check.finish(head))
-        })
+    fn verify_audit_against(&self, published: Option<Digest>) -> Result<AuditStatus> {
+        self.read(|conn| crate::verify::verify(conn, published))
+    }
+
+    fn audit_head(&self) -> Result<(u64, Digest)> {
+        self.read(|conn| chain_point(conn, "audit_head"))
     }
 
     fn archive_audit(&self, up_to: u64) -> Result<Vec<AuditEntry>> {

@@ -3,8 +3,9 @@
 use std::fmt;
 
 use colmem_core::{
-    AccessEvent, AgentId, AuditEntry, AuditEvent, CardEdge, CardFields, ChangeFeed, Embedding,
-    Fragment, FragmentId, FragmentMeta, Granularity, NewFragment, ReadFilter, Timestamp, UserId,
+    AccessEvent, AgentId, AuditEntry, AuditEvent, CardEdge, CardFields, ChangeFeed, Digest,
+    Embedding, Fragment, FragmentId, FragmentMeta, Granularity, NewFragment, ReadFilter, Timestamp,
+    UserId,
 };
 
 use crate::audit::AuditStatus;
@@ -263,7 +264,9 @@ pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
     /// The data for "who could see fragment `id` at `at`"; see [`VisibilityRecord`].
     fn visibility_at(&self, id: FragmentId, at: Timestamp) -> Result<VisibilityRecord>;
 
-    /// Appends one audit entry, chained to the last.
+    /// Appends one audit entry, chained to the last. Writes and access events are
+    /// audited by the calls that record them, with what they recorded: a `Write`
+    /// or `Access` entry given here is refused ([`crate::Error::InvalidInput`]).
     fn append_audit(&self, event: &AuditEvent) -> Result<AuditEntry>;
 
     /// Appends one compact `Read` entry (ids only) per read, all in one transaction.
@@ -272,8 +275,22 @@ pub trait FragmentStore: ChangeFeed + Send + Sync + fmt::Debug {
     /// Up to `limit` audit entries with `seq > after`, in order.
     fn audit_entries(&self, after: u64, limit: usize) -> Result<Vec<AuditEntry>>;
 
-    /// Checks the whole chain: every hash, every link, no gap, nothing missing at the end.
-    fn verify_audit(&self) -> Result<AuditStatus>;
+    /// Checks the whole chain — every hash, every link, no gap, nothing missing at
+    /// the end — and the store against it: every live fragment's text, scope and
+    /// provenance against its write entry, every access event against the entry
+    /// that recorded it, and a store holding either with an empty chain is broken.
+    fn verify_audit(&self) -> Result<AuditStatus> {
+        self.verify_audit_against(None)
+    }
+
+    /// [`verify_audit`](FragmentStore::verify_audit), and, given the hash of a head
+    /// published elsewhere, that it is one of the chain's entries (or its anchor):
+    /// a chain rewritten from before it no longer holds it.
+    fn verify_audit_against(&self, published: Option<Digest>) -> Result<AuditStatus>;
+
+    /// The head of the audit chain: the last entry's `(seq, hash)` as recorded,
+    /// `(0, zeros)` for an empty log. Publish it elsewhere to check the chain against.
+    fn audit_head(&self) -> Result<(u64, Digest)>;
 
     /// Moves the entries with `seq <= up_to` out of the store and returns them,
     /// for the caller to archive; the chain stays verifiable from an anchor.

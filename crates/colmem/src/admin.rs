@@ -7,10 +7,10 @@ use std::sync::RwLockWriteGuard;
 
 use colmem_access::{AccessGraph, Context, Explanation};
 use colmem_core::{
-    AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Edge, FragmentId, LogicalClock,
-    Principal, ResourceId, Timestamp, UserId, Validity,
+    AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Digest, Edge, FragmentId,
+    LogicalClock, Principal, ResourceId, Timestamp, UserId, Validity,
 };
-use colmem_store::{AuditStatus, FragmentStore as _, PurgeMany};
+use colmem_store::{AuditStatus, FragmentStore, PurgeMany};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -183,9 +183,23 @@ impl<'m> Admin<'m> {
         Ok(tail.into())
     }
 
-    /// Checks the whole audit chain.
+    /// Checks the whole audit chain, and the store against it: every live
+    /// fragment's text and provenance against its write entry, the access event
+    /// log against the access entries (see [`FragmentStore::verify_audit`]).
     pub fn audit_verify(&self) -> Result<AuditStatus> {
         Ok(self.memory.store.verify_audit()?)
+    }
+
+    /// [`audit_verify`](Self::audit_verify), and that the head `published`
+    /// elsewhere (by [`audit_head`](Self::audit_head)) is still an entry of the
+    /// chain: a rewritten chain, intact on its own, no longer holds it.
+    pub fn audit_verify_against(&self, published: Digest) -> Result<AuditStatus> {
+        Ok(self.memory.store.verify_audit_against(Some(published))?)
+    }
+
+    /// The head of the audit chain, `(seq, hash)`, to publish elsewhere.
+    pub fn audit_head(&self) -> Result<(u64, Digest)> {
+        Ok(self.memory.store.audit_head()?)
     }
 
     fn walk_audit(&self, mut visit: impl FnMut(AuditEntry)) -> Result<u64> {
@@ -245,6 +259,7 @@ impl<'m> Admin<'m> {
                 user,
                 agent,
                 fragments,
+                ..
             } => {
                 cells
                     .entry((user, agent, None))

@@ -52,12 +52,12 @@ pub use colmem_cards::{
     BankConfig, Budget, ComposedCard, Composition, LearnReport, TaskContext, Trajectory,
 };
 pub use colmem_core::{
-    AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Draft, Edge, ErrorKind, Forbidden,
-    Fragment, FragmentId, Granularity, GroupId, GroupKind, Kind, Member, Principal, ResourceId,
-    Scope, StoredFragment, Timestamp, UserId, Validity, View,
+    AccessChange, AccessEvent, AgentId, AuditEntry, AuditEvent, Digest, Draft, Edge, ErrorKind,
+    Forbidden, Fragment, FragmentId, Granularity, GroupId, GroupKind, Kind, Member, Principal,
+    ResourceId, Scope, StoredFragment, Timestamp, UserId, Validity, View,
 };
 pub use colmem_eval::locomo;
-pub use colmem_store::{AuditProblem, AuditStatus, BackupReport};
+pub use colmem_store::{AuditProblem, AuditStatus, BackupReport, Disagreement, StoreCheck};
 
 /// Each part on its own, for callers that want more than the facade shows.
 pub mod parts {

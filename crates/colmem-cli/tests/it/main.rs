@@ -805,6 +805,61 @@ fn a_damaged_audit_chain_exits_9() {
     assert!(out.stdout.contains("broken at seq"), "{out:?}");
 }
 
+/// `audit verify` checks the store against the chain and, given `--head`, the chain
+/// against a head published elsewhere; `audit head` prints the head to publish.
+#[test]
+fn audit_verify_cross_checks_the_store_and_a_published_head() {
+    let env = Env::with_alice();
+    env.alice_tells_helper("My favourite colour is green.");
+    recall_contents(&env, "alice", "helper", "favourite colour");
+    let head = env.json(&["audit", "head", "--json"]);
+    let seq = head["seq"].as_u64().unwrap();
+    let hash = head["hash"].as_str().unwrap().to_owned();
+    let text = env.ok(&["audit", "head"]);
+    assert!(
+        text.contains(&hash) && text.contains(&format!("seq {seq}")),
+        "{text}"
+    );
+    env.ok(&["audit", "verify", "--head", &hash]);
+    // Still in the chain after more entries.
+    recall_contents(&env, "alice", "helper", "favourite colour");
+    let verify = env.json(&["audit", "verify", "--json", "--head", &hash]);
+    assert_eq!(verify["intact"], true, "{verify}");
+    assert_eq!(verify["published_seq"], seq, "{verify}");
+    let err = env.fails(&["audit", "verify", "--head", "cafe"], 3);
+    assert!(err.contains("64 hex digits"), "{err}");
+
+    // Rewritten: the two reads dropped and the head row moved back to match. The
+    // chain holds on its own; only the published head tells.
+    let raw = rusqlite::Connection::open(env.dir.join("colmem.db")).unwrap();
+    raw.execute_batch(&format!(
+        "DELETE FROM audit WHERE seq >= {seq};
+         UPDATE audit_head SET seq = {seq} - 1, hash = (SELECT hash FROM audit WHERE seq = {seq} - 1);"
+    ))
+    .unwrap();
+    env.ok(&["audit", "verify"]);
+    let out = env.run(&["audit", "verify", "--head", &hash]);
+    assert_eq!(out.code, 9, "{out:?}");
+    assert!(
+        out.stdout.contains(&hash) && out.stdout.contains("published"),
+        "{out:?}"
+    );
+
+    // Every audit row deleted, while the store holds fragments and access events.
+    raw.execute_batch("DELETE FROM audit; DELETE FROM audit_head; DELETE FROM audit_anchor;")
+        .unwrap();
+    drop(raw);
+    let out = env.run(&["audit", "verify"]);
+    assert_eq!(out.code, 9, "{out:?}");
+    assert!(out.stdout.contains("empty"), "{out:?}");
+    let out = env.run(&["audit", "verify", "--json"]);
+    assert_eq!(out.code, 9, "{out:?}");
+    let verdict: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(verdict["intact"], false, "{verdict}");
+    assert_eq!(verdict["problem"], "empty_chain", "{verdict}");
+    assert!(verdict["fragments"].as_u64().unwrap() > 0, "{verdict}");
+}
+
 #[test]
 fn explain_names_the_deciding_condition() {
     let env = Env::with_alice();

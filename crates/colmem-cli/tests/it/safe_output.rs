@@ -256,7 +256,11 @@ fn invocations(env: &Env, command: &str, bobs: &str, key: &str) -> Vec<Vec<Strin
             ]
         }
         "audit tail" => vec![own(&["audit", "tail", "-n", "100"])],
-        "audit verify" => vec![own(&["audit", "verify"])],
+        "audit verify" => vec![
+            own(&["audit", "verify"]),
+            own(&["audit", "verify", "--head", HOSTILE]),
+        ],
+        "audit head" => vec![own(&["audit", "head"])],
         "audit matrix" => vec![own(&["audit", "matrix"])],
         "audit who-could-see" => vec![
             own(&["audit", "who-could-see", bobs]),

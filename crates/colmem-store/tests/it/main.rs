@@ -6,6 +6,7 @@
 // Tests fail by panicking with the value that was wrong.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod audit;
 mod bad_input;
 mod concurrency;
 mod crash;
@@ -93,6 +94,44 @@ fn open(path: &Path) -> SqliteStore {
         },
     )
     .unwrap()
+}
+
+/// Rewrites every entry of the chain at `path` through `edit` and chains them
+/// again, head included: what someone who rewrites the whole log would do.
+fn rewrite_chain(path: &std::path::Path, edit: impl Fn(&mut colmem_core::AuditEvent)) {
+    let mut raw = rusqlite::Connection::open(path).unwrap();
+    let rows: Vec<(i64, i64, String)> = raw
+        .prepare("SELECT seq, at, event FROM audit ORDER BY seq")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    let tx = raw.transaction().unwrap();
+    let mut prev = colmem_core::Digest::default();
+    for (seq, at, event) in rows {
+        let mut event: colmem_core::AuditEvent = serde_json::from_str(&event).unwrap();
+        edit(&mut event);
+        let entry =
+            colmem_core::AuditEntry::chain(prev, seq as u64, Timestamp::from_millis(at), event);
+        tx.execute(
+            "UPDATE audit SET event = ?1, prev = ?2, hash = ?3 WHERE seq = ?4",
+            rusqlite::params![
+                serde_json::to_string(&entry.event).unwrap(),
+                entry.prev.0.as_slice(),
+                entry.hash.0.as_slice(),
+                seq
+            ],
+        )
+        .unwrap();
+        tx.execute(
+            "UPDATE audit_head SET seq = ?1, hash = ?2",
+            rusqlite::params![seq, entry.hash.0.as_slice()],
+        )
+        .unwrap();
+        prev = entry.hash;
+    }
+    tx.commit().unwrap();
 }
 
 #[cfg(feature = "conformance")]

@@ -148,9 +148,9 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
             .unwrap()
             .ids[0]
     };
-    // Turn the file into a version-1 store: version 7 added erasure, version 6 the
-    // narrowed list, version 5 the change stamps, version 4 the secrets, version 3
-    // the access classes, version 2 the cards tables.
+    // Turn the file into a version-1 store: version 8 added the audit format, version
+    // 7 erasure, version 6 the narrowed list, version 5 the change stamps, version 4
+    // the secrets, version 3 the access classes, version 2 the cards tables.
     Connection::open(&path)
         .unwrap()
         .execute_batch(
@@ -166,12 +166,18 @@ fn an_older_file_is_upgraded_and_a_newer_one_refused() {
              DROP INDEX access_events_recorded; ALTER TABLE access_events DROP COLUMN recorded; \
              DROP TRIGGER changes_stamp; ALTER TABLE changes DROP COLUMN stamp; \
              DROP TABLE narrowed; \
+             DROP TABLE audit_format; \
              DELETE FROM schema_version WHERE version >= 2;",
         )
         .unwrap();
     let store = open(&path);
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     assert_eq!(store.get(id).unwrap().content, "from version 1");
+    // Its audit chain and the store still agree.
+    assert!(matches!(
+        store.verify_audit().unwrap(),
+        AuditStatus::Intact { entries: 2, .. }
+    ));
     // The upgrade made the store's secrets, and stamped the change made before it.
     assert_ne!(store.secret("pseudonym").unwrap(), [0; 32]);
     assert_ne!(
@@ -542,12 +548,19 @@ fn an_upgrade_narrows_a_users_conversation_to_the_user() {
             .unwrap()
             .ids
     };
-    // As the older version left it: schema 5, nothing narrowed.
+    // As the older version left it: schema 5, nothing narrowed, write entries
+    // without provenance digests.
+    super::rewrite_chain(&path, |event| {
+        if let AuditEvent::Write { provenance, .. } = event {
+            provenance.clear();
+        }
+    });
     Connection::open(&path)
         .unwrap()
         .execute_batch(
             "DROP INDEX fragments_unerased; ALTER TABLE fragments DROP COLUMN erased_at; \
-             DROP TABLE narrowed; DELETE FROM schema_version WHERE version >= 6;",
+             DROP TABLE narrowed; DROP TABLE audit_format; \
+             DELETE FROM schema_version WHERE version >= 6;",
         )
         .unwrap();
     let store = open(&path);

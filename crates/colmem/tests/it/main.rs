@@ -108,6 +108,17 @@ fn hits(memory: &Memory, u: &str, a: &str, query: &str, view: View) -> Vec<(Gran
         .collect()
 }
 
+/// The audit chain holds and the store agrees with it: every live fragment's text
+/// and provenance with its write entry, the access log with its entries.
+fn assert_store_agrees_with_its_audit(memory: &Memory) {
+    let status = memory.admin().audit_verify().unwrap();
+    let AuditStatus::Intact { store, .. } = status else {
+        panic!("{status:?}")
+    };
+    assert!(store.events > 0, "{store:?}");
+    assert_eq!(store.provenance, store.fragments, "{store:?}");
+}
+
 #[test]
 fn sessions_are_checked_at_each_call_and_revocation_hides_knowledge() {
     let dir = tempfile::tempdir().unwrap();
@@ -678,6 +689,7 @@ fn history_reads_see_superseded_facts_with_the_permissions_of_now() {
         View::AllVersions,
     );
     assert!(bobs.is_empty(), "{bobs:?}");
+    assert_store_agrees_with_its_audit(&memory);
 }
 
 #[test]
@@ -851,6 +863,7 @@ fn cards_learned_by_one_session_compose_for_another_agent_of_the_user() {
         )
         .unwrap();
     assert!(bobs.cards.is_empty(), "alice's cards are hers: {bobs:?}");
+    assert_store_agrees_with_its_audit(&memory);
 }
 
 fn serde_json_trajectory() -> Trajectory {
@@ -955,6 +968,7 @@ fn retention_deletes_a_sessions_old_fragments() {
         let seen = contents(&memory, "alice", "planner", "Leeds Bristol station", view);
         assert!(seen.is_empty(), "{view:?}: {seen:?}");
     }
+    assert_store_agrees_with_its_audit(&memory);
 }
 
 #[test]
@@ -1033,6 +1047,7 @@ fn drafts_from_a_resource_count_in_the_matrix_and_need_the_resource_to_be_read()
     assert_eq!(cell.fragments_written, 1);
     assert_eq!(cell.reads, 1);
     assert_eq!(cell.fragments_read, 1);
+    assert_store_agrees_with_its_audit(&memory);
 }
 
 /// The Collaborative Memory split: the private part stays with its user, the shared
@@ -1126,6 +1141,7 @@ fn remember_shares_with_a_crew_through_the_write_policy() {
         alice.iter().any(|c| c.contains("alice@example.com")),
         "{alice:?}"
     );
+    assert_store_agrees_with_its_audit(&memory);
 }
 
 /// Pseudonyms are keyed with a secret of the memory: stable across reopening, not
