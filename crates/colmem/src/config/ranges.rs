@@ -179,6 +179,8 @@ pub const KEY_RANGES: &[KeyRange] = &[
     KeyRange::whole("store.busy_deadline_ms", 0, HOUR_MS),
     KeyRange::whole("store.lock_wait_ms", 0, 24 * HOUR_MS),
     KeyRange::whole("store.max_value_bytes", 1024, MAX_TEXT_BYTES),
+    // 0: no cap; at most what SQLite can count (max_page_count).
+    KeyRange::whole("store.max_pages", 0, 4_294_967_294),
     KeyRange::whole("store.purge_deleted_after", 0, CENTURY_MS),
 ];
 
