@@ -48,4 +48,6 @@ pub use roles::{
     OfflineMerger, OfflineNeedsProfiler, OfflineReflector, OfflineRelationJudge, Reflection,
     Reflector, RelationJudge,
 };
-pub use trajectory::{Decision, Outcome, Step, Trajectory};
+pub use trajectory::{
+    Decision, Outcome, Step, Trajectory, TrajectoryLineError, parse_trajectories,
+};

@@ -89,3 +89,77 @@ impl Trajectory {
         out
     }
 }
+
+/// A line of a trajectory file that is not a trajectory.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("line {line} is not a trajectory: {reason}")]
+pub struct TrajectoryLineError {
+    /// The line's number, from 1.
+    pub line: usize,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// Parses scored trajectories, one JSON object per non-blank line (what `colmem cards
+/// learn` reads). Every line is parsed before any is returned: the first that is not
+/// a trajectory (not one JSON object of the fields above, an empty id, a task with no
+/// words, a score outside `[0, 1]`) is the error.
+pub fn parse_trajectories(text: &str) -> Result<Vec<Trajectory>, TrajectoryLineError> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            let refuse = |reason: String| TrajectoryLineError {
+                line: i + 1,
+                reason,
+            };
+            let t: Trajectory = serde_json::from_str(line).map_err(|e| refuse(e.to_string()))?;
+            if t.id.trim().is_empty() {
+                return Err(refuse("its id is empty".into()));
+            }
+            if !t.task.chars().any(char::is_alphanumeric) {
+                return Err(refuse("its task has no words".into()));
+            }
+            if !(0.0..=1.0).contains(&t.outcome.score) {
+                return Err(refuse(format!(
+                    "score {} is not in [0, 1]",
+                    t.outcome.score
+                )));
+            }
+            Ok(t)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_or_name_the_first_bad_one() {
+        let good = r#"{"id": "t1", "task": "add two dates", "round": 0, "steps": [{"action": "read"}], "outcome": {"score": 1.0, "success": true}}"#;
+        let parsed = parse_trajectories(&format!("\n{good}\n  \n{good}\n")).unwrap();
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(parsed[0].id, "t1");
+        for (text, line, reason) in [
+            ("{}", 1, "missing field"),
+            (&format!("{good}\nnot json")[..], 2, "expected"),
+            (&good.replace("\"t1\"", "\" \"")[..], 1, "its id is empty"),
+            (
+                &good.replace("add two dates", "?!")[..],
+                1,
+                "its task has no words",
+            ),
+            (
+                &good.replace("1.0", "1.5")[..],
+                1,
+                "score 1.5 is not in [0, 1]",
+            ),
+            (&good.replace("1.0", "NaN")[..], 1, "expected"),
+        ] {
+            let err = parse_trajectories(text).unwrap_err();
+            assert_eq!(err.line, line, "{text}");
+            assert!(err.reason.contains(reason), "{text}: {err}");
+        }
+    }
+}

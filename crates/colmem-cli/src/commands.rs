@@ -782,30 +782,14 @@ fn trajectories(path: &Path) -> Result<Vec<Trajectory>> {
         std::fs::read_to_string(path)
             .map_err(|e| unavailable(format!("cannot read {}: {e}", path.display())))?
     };
-    let source = input_name(path);
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| {
-            let refuse = |why: String| {
-                invalid(format!(
-                    "line {} of {source} is not a trajectory: {why}; nothing was learned (docs/cli.md shows the fields)",
-                    i + 1,
-                ))
-            };
-            let t: Trajectory = serde_json::from_str(line).map_err(|e| refuse(e.to_string()))?;
-            if t.id.trim().is_empty() {
-                return Err(refuse("its id is empty".into()));
-            }
-            if !t.task.chars().any(char::is_alphanumeric) {
-                return Err(refuse("its task has no words".into()));
-            }
-            if !(0.0..=1.0).contains(&t.outcome.score) {
-                return Err(refuse(format!("score {} is not in [0, 1]", t.outcome.score)));
-            }
-            Ok(t)
-        })
-        .collect()
+    colmem::parts::cards::parse_trajectories(&text).map_err(|e| {
+        invalid(format!(
+            "line {} of {} is not a trajectory: {}; nothing was learned (docs/cli.md shows the fields)",
+            e.line,
+            input_name(path),
+            e.reason,
+        ))
+    })
 }
 
 fn learn_cards(cli: &Cli, args: &crate::LearnArgs) -> Result<ExitCode> {
