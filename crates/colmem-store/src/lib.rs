@@ -38,6 +38,8 @@ mod codec;
 pub mod conformance;
 mod erasure;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod read_sql;
 mod reembed;
 mod schema;

@@ -1291,7 +1291,7 @@ fn embedding_on(conn: &Connection, id: FragmentId) -> Result<Option<Embedding>> 
         .transpose()
 }
 
-fn card_from_row(row: &rusqlite::Row<'_>) -> Result<CardRecord> {
+pub(crate) fn card_from_row(row: &rusqlite::Row<'_>) -> Result<CardRecord> {
     let fragment = fragment_from_row(row)?;
     let fields = codec::card_fields(&row.get::<_, String>(20)?)?;
     Ok(CardRecord { fragment, fields })
