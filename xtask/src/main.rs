@@ -12,6 +12,7 @@ mod comam;
 mod eval_locomo;
 mod eval_updates;
 mod fetch_model;
+mod fuzz;
 mod scenario_access;
 mod scenario_asymmetric;
 mod scenario_cards;
@@ -60,6 +61,9 @@ enum Task {
     /// CoMAM on LoCoMo: trajectories, rewards, credit, JSONL groups for a GRPO trainer,
     /// and a training-free choice of role configurations (always an optimised build).
     Comam(comam::ComamArgs),
+    /// Run each fuzz target (cargo fuzz, no sanitizer) for N minutes or 10 million
+    /// executions, and print executions, executions per second and crashes.
+    Fuzz(fuzz::FuzzArgs),
     /// Check that crate dependencies follow the stack in DESIGN section 1.
     Tidy,
     /// The test command of README.md, run by CI: fetches the local model if missing, then
@@ -147,6 +151,7 @@ fn run() -> Result<ExitCode> {
             }
             comam::run(&args)?
         }
+        Task::Fuzz(args) => fuzz::run(&root, &args)?,
         Task::Tidy => tidy::run(&root)?,
         Task::Test => return test(&root),
     }
