@@ -286,25 +286,9 @@ impl Refresher for OfflineRefresher {
         // number, an episode summary): two of their names, or one long number.
         // Of a turn or an episode that told other things too, only what its forgotten
         // parts say.
-        let forgotten_text = |f: &Fragment| match f.granularity {
-            Granularity::RawTurn | Granularity::Episode => {
-                let body = f
-                    .content
-                    .split_once(": ")
-                    .map_or(f.content.as_str(), |(_, s)| s);
-                parts(instruction, body, &HashSet::new())
-                    .into_iter()
-                    .flatten()
-                    .filter(|(_, named)| *named)
-                    .map(|(p, _)| p)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            }
-            _ => f.content.clone(),
-        };
         let values: HashSet<String> = direct
             .iter()
-            .flat_map(|f| value_tokens(&forgotten_text(f)))
+            .flat_map(|f| value_tokens(&forgotten_text(instruction, f)))
             .collect();
         // A value of a named attribute ("20 mg of fluoxetine") is one even in lower case:
         // naming it once is a repeat, in what is the owner's ("my son's meds" leave
@@ -315,7 +299,7 @@ impl Refresher for OfflineRefresher {
         } else {
             direct
                 .iter()
-                .flat_map(|f| attribute_values(&forgotten_text(f), &named))
+                .flat_map(|f| attribute_values(&forgotten_text(instruction, f), &named))
                 .collect()
         };
         let repeats = |f: &Fragment| {
@@ -451,6 +435,28 @@ fn parts(
         .collect()
 }
 
+/// What a targeted fragment says of what is forgotten: all of a fact or a profile
+/// entry; of a turn or an episode, which may tell other things too, only its parts
+/// that name it.
+fn forgotten_text(instruction: &ForgetInstruction, f: &Fragment) -> String {
+    match f.granularity {
+        Granularity::RawTurn | Granularity::Episode => {
+            let body = f
+                .content
+                .split_once(": ")
+                .map_or(f.content.as_str(), |(_, s)| s);
+            parts(instruction, body, &HashSet::new())
+                .into_iter()
+                .flatten()
+                .filter(|(_, named)| *named)
+                .map(|(p, _)| p)
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+        _ => f.content.clone(),
+    }
+}
+
 /// The values the forgotten fragments name: in facts and profile entries, and in
 /// the parts of turns that name what is forgotten (not in episodes, which name the
 /// people of a whole session).
@@ -458,23 +464,10 @@ fn forgotten_values(instruction: &ForgetInstruction, forgotten: &[&Fragment]) ->
     let named = attributes(&instruction.about.join(" "));
     let mut out = HashSet::new();
     for f in forgotten {
-        let text = match f.granularity {
-            Granularity::Episode => continue,
-            Granularity::RawTurn => {
-                let body = f
-                    .content
-                    .split_once(": ")
-                    .map_or(f.content.as_str(), |(_, s)| s);
-                parts(instruction, body, &HashSet::new())
-                    .into_iter()
-                    .flatten()
-                    .filter(|(_, named)| *named)
-                    .map(|(p, _)| p)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            }
-            _ => f.content.clone(),
-        };
+        if f.granularity == Granularity::Episode {
+            continue;
+        }
+        let text = forgotten_text(instruction, f);
         out.extend(value_tokens(&text));
         if !instruction.past {
             out.extend(attribute_values(&text, &named));
